@@ -667,3 +667,58 @@ impl Game {
         self.secret.as_ref().map(|s| s.state.server_fen())
     }
 }
+
+impl Outcome {
+    /// A stable code for records and the protocol: `white-checkmate`, `black-timeout`,
+    /// `draw-repetition`, `aborted`, …
+    pub fn code(&self) -> String {
+        match self {
+            Outcome::Win { winner, reason } => format!("{}-{}", winner.name(), reason.code()),
+            Outcome::Draw { reason } => format!("draw-{}", reason.code()),
+            Outcome::Aborted => "aborted".to_owned(),
+        }
+    }
+
+    /// The winner, if any.
+    pub fn winner(&self) -> Option<Color> {
+        match self {
+            Outcome::Win { winner, .. } => Some(*winner),
+            _ => None,
+        }
+    }
+}
+
+impl WinReason {
+    /// `checkmate`, `king-exploded`, `resignation`, `timeout` or `abandonment`.
+    pub fn code(self) -> &'static str {
+        match self {
+            WinReason::Checkmate => "checkmate",
+            WinReason::KingExploded => "king-exploded",
+            WinReason::Resignation => "resignation",
+            WinReason::Timeout => "timeout",
+            WinReason::Abandonment => "abandonment",
+        }
+    }
+}
+
+impl DrawReason {
+    /// `stalemate`, `repetition`, `fifty-moves`, `insufficient-material`, `agreement` or
+    /// `timeout-vs-insufficient-material`.
+    pub fn code(self) -> &'static str {
+        match self {
+            DrawReason::Stalemate => "stalemate",
+            DrawReason::Repetition => "repetition",
+            DrawReason::FiftyMoves => "fifty-moves",
+            DrawReason::InsufficientMaterial => "insufficient-material",
+            DrawReason::Agreement => "agreement",
+            DrawReason::TimeoutVsInsufficientMaterial => "timeout-vs-insufficient-material",
+        }
+    }
+}
+
+impl Game {
+    /// Hidden chess: the full server state (crate-internal, for perft over a game).
+    pub(crate) fn hidden_state(&self) -> Option<&HiddenState> {
+        self.secret.as_ref().map(|s| &s.state)
+    }
+}

@@ -10,6 +10,7 @@
 mod attacks;
 mod bitboard;
 mod board;
+pub mod cases;
 mod fen;
 mod game;
 mod hidden;

@@ -731,7 +731,11 @@ impl Position {
     /// piece's role on its castling square. Hidden markers of the squares involved go.
     pub(crate) fn make(&mut self, m: &Move, landed: Role) {
         let us = self.turn;
-        let reset = m.capture.is_some() || m.role == Role::Pawn || self.hidden.contains(m.from);
+        // The fifty-move counter resets on a capture, a true pawn's move, and any move of a
+        // hidden piece — including the corner piece that castling moves.
+        let moves_hidden = self.hidden.contains(m.from)
+            || matches!(m.kind, MoveKind::Castle { rook, .. } if self.hidden.contains(rook));
+        let reset = m.capture.is_some() || m.role == Role::Pawn || moves_hidden;
         // Castling rights: anything leaving or arriving on a corner, or the king moving.
         let mut lost = self.castling & (Bitboard::from(m.from) | m.to);
         if m.role == Role::King {

@@ -10,9 +10,9 @@
 //! `N passed, M failed`; the exit code is 1 if any failed, 2 for bad arguments or input.
 //! For hidden chess the FEN is the server notation (true board, then the hidden squares).
 
-use std::fmt::Write as _;
 use std::process::ExitCode;
 
+use frontier_rules::cases::{parse_cases, run_case};
 use frontier_rules::{HiddenState, Position, Variant, perft, perft_hidden};
 
 const USAGE: &str =
@@ -84,74 +84,6 @@ impl Root {
     }
 }
 
-/// A position from a test file with its expected counts.
-struct Case {
-    name: String,
-    fen: String,
-    counts: Vec<(u32, u64)>,
-}
-
-fn parse_count(depth: &str, nodes: &str, line_no: usize) -> Result<(u32, u64), String> {
-    let depth = depth.trim_start_matches(['D', 'd']);
-    match (depth.parse(), nodes.parse()) {
-        (Ok(d), Ok(n)) => Ok((d, n)),
-        _ => Err(format!("line {line_no}: bad count `{depth} {nodes}`")),
-    }
-}
-
-fn parse_cases(text: &str) -> Result<Vec<Case>, String> {
-    let mut cases: Vec<Case> = Vec::new();
-    let mut pending_name: Option<String> = None;
-    for (i, raw) in text.lines().enumerate() {
-        let line_no = i + 1;
-        let line = raw.trim();
-        if line.is_empty() || line.starts_with('#') {
-            continue;
-        }
-        if let Some(name) = line.strip_prefix("id ") {
-            pending_name = Some(name.trim().to_owned());
-        } else if let Some(fen) = line.strip_prefix("epd ") {
-            cases.push(Case {
-                name: pending_name
-                    .take()
-                    .unwrap_or_else(|| format!("line {line_no}")),
-                fen: fen.trim().to_owned(),
-                counts: Vec::new(),
-            });
-        } else if let Some(rest) = line.strip_prefix("perft ") {
-            let mut parts = rest.split_whitespace();
-            let (Some(d), Some(n), None) = (parts.next(), parts.next(), parts.next()) else {
-                return Err(format!("line {line_no}: expected `perft DEPTH NODES`"));
-            };
-            let count = parse_count(d, n, line_no)?;
-            cases
-                .last_mut()
-                .ok_or_else(|| format!("line {line_no}: `perft` before any `epd`"))?
-                .counts
-                .push(count);
-        } else if line.contains(';') {
-            let mut parts = line.split(';');
-            let fen = parts.next().unwrap_or_default().trim().to_owned();
-            let mut counts = Vec::new();
-            for part in parts {
-                let mut words = part.split_whitespace();
-                let (Some(d), Some(n), None) = (words.next(), words.next(), words.next()) else {
-                    return Err(format!("line {line_no}: expected `;D<depth> <nodes>`"));
-                };
-                counts.push(parse_count(d, n, line_no)?);
-            }
-            cases.push(Case {
-                name: format!("line {line_no}"),
-                fen,
-                counts,
-            });
-        } else {
-            return Err(format!("line {line_no}: not understood"));
-        }
-    }
-    Ok(cases)
-}
-
 fn run() -> Result<bool, String> {
     let args = parse_args()?;
     match (&args.fen, &args.epd, args.depth) {
@@ -169,33 +101,15 @@ fn run() -> Result<bool, String> {
             let text =
                 std::fs::read_to_string(path).map_err(|e| format!("cannot read {path}: {e}"))?;
             let cases = parse_cases(&text)?;
-            let (mut passed, mut failed) = (0u32, 0u32);
-            let mut out = String::new();
+            let (mut passed, mut failed) = (0usize, 0usize);
             for case in &cases {
-                let root = match Root::parse(args.variant, &case.fen) {
-                    Ok(root) => root,
-                    Err(e) => {
-                        failed += case.counts.len() as u32;
-                        let _ =
-                            writeln!(out, "FAIL {}: invalid FEN `{}`: {e}", case.name, case.fen);
-                        continue;
-                    }
-                };
-                for &(depth, expected) in &case.counts {
-                    let got = root.count(depth);
-                    if got == expected {
-                        passed += 1;
-                    } else {
-                        failed += 1;
-                        let _ = writeln!(
-                            out,
-                            "FAIL {} depth {depth}: expected {expected}, got {got} ({})",
-                            case.name, case.fen
-                        );
-                    }
+                let result = run_case(args.variant, case);
+                for failure in &result.failures {
+                    println!("FAIL {failure}");
                 }
+                passed += result.passed;
+                failed += result.failures.len();
             }
-            print!("{out}");
             println!("{passed} passed, {failed} failed");
             Ok(failed == 0)
         }
