@@ -333,7 +333,7 @@ fn parse_castling(s: &str, board: &Board, hidden_chess: bool) -> Result<Bitboard
                 .and_then(|k| rooks.filter(|&r| r > k).last())
                 .unwrap_or(corner(7)),
             'q' => king
-                .and_then(|k| rooks.filter(|&r| r < k).next())
+                .and_then(|k| rooks.into_iter().find(|&r| r < k))
                 .unwrap_or(corner(0)),
             f @ 'a'..='h' => corner(f as u8 - b'a'),
             _ => {
@@ -426,7 +426,7 @@ fn write_castling(board: &Board, castling: Bitboard, hidden: Bitboard, out: &mut
                     if rook > k {
                         rooks.filter(|&r| r > k).last() == Some(rook)
                     } else {
-                        rooks.filter(|&r| r < k).next() == Some(rook)
+                        rooks.into_iter().find(|&r| r < k) == Some(rook)
                     }
                 });
             let c = match (outermost, king.is_some_and(|k| rook > k)) {
@@ -587,7 +587,16 @@ pub(crate) fn check_material(variant: Variant, board: &Board) -> Result<(), Posi
             color,
             role: Role::King,
         });
-        if kings.is_empty() {
+        // Atomic chess: a position whose king has exploded is a finished game, and one
+        // may write it down; both kings gone cannot happen.
+        let exploded = variant == Variant::Atomic
+            && board
+                .by_piece(Piece {
+                    color: !color,
+                    role: Role::King,
+                })
+                .nonempty();
+        if kings.is_empty() && !exploded {
             return Err(PositionError::MissingKing(color));
         }
         if kings.more_than_one() {

@@ -16,6 +16,7 @@ mod game;
 mod hidden;
 mod perft;
 mod position;
+pub mod robustness;
 mod types;
 mod uci;
 mod zobrist;

@@ -295,7 +295,7 @@ impl Square {
     #[inline]
     pub fn offset(self, delta: i8) -> Option<Square> {
         let i = self.0 as i16 + delta as i16;
-        (0..64).contains(&i).then(|| Square(i as u8))
+        (0..64).contains(&i).then_some(Square(i as u8))
     }
 
     /// Whether the square is light (`h1` is light).

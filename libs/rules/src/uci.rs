@@ -52,7 +52,7 @@ impl FromStr for UciMove {
         let promotion = match s.as_bytes().get(4) {
             None => None,
             Some(&b) => match Role::from_char(b as char) {
-                Some(role) if b.is_ascii_lowercase() => Some(role),
+                Some(role) if b.is_ascii_lowercase() && role.is_promotion_target() => Some(role),
                 _ => return Err(syntax()),
             },
         };

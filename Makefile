@@ -1,0 +1,49 @@
+# Frontier — one entry point for building, testing and measuring.
+#
+#   make test    the test command: format check, clippy, every test of the workspace
+#   make perft   deep perft suites in release mode (10^7–10^8 nodes a position)
+#   make bench   perft speed benchmarks (divan); figures go in docs/benchmarks.md
+#   make fuzz    60 s of cargo-fuzz on every parser of untrusted input
+
+CARGO ?= cargo
+FUZZ_SECONDS ?= 60
+DATA := libs/rules/tests/data
+PERFT := $(CARGO) run --quiet --release -p frontier-rules --bin perft --
+
+.PHONY: all build test lint fmt perft bench fuzz clean
+
+all: build
+
+build:
+	$(CARGO) build --workspace --all-targets
+
+fmt:
+	$(CARGO) fmt --all
+
+lint:
+	$(CARGO) fmt --all -- --check
+	$(CARGO) clippy --workspace --all-targets -- -D warnings
+
+test: lint
+	$(CARGO) test --workspace
+
+perft:
+	$(PERFT) --variant standard --epd $(DATA)/standard-deep.perft
+	$(PERFT) --variant standard --epd $(DATA)/standard.perft
+	$(PERFT) --variant atomic --epd $(DATA)/atomic.perft
+	$(PERFT) --variant atomic --epd $(DATA)/atomic-random.epd
+	$(PERFT) --variant hidden --epd $(DATA)/hidden-random.epd
+	$(PERFT) --variant hidden --epd $(DATA)/hidden-rules.perft
+
+bench:
+	$(CARGO) bench -p frontier-rules --bench perft
+
+# cargo-fuzz needs nightly-only compiler flags; RUSTC_BOOTSTRAP lets the stable compiler
+# accept them. cargo-fuzz itself comes from crates.io.
+fuzz:
+	@command -v cargo-fuzz >/dev/null || $(CARGO) install cargo-fuzz --locked
+	mkdir -p libs/rules/fuzz/corpus/parse
+	cd libs/rules && RUSTC_BOOTSTRAP=1 $(CARGO) fuzz run parse fuzz/corpus/parse fuzz/seeds -- -max_total_time=$(FUZZ_SECONDS) -max_len=256
+
+clean:
+	$(CARGO) clean

@@ -1,0 +1,274 @@
+//! Properties over random shuffles and random playouts.
+//!
+//! The central one is non-interference: replaying the same moves with a layout that
+//! differs only in identities an audience was never shown must give that audience exactly
+//! the same views and events. If anything an audience receives depended on a secret it is
+//! not entitled to, some pair of layouts would tell them apart.
+
+use frontier_rules::{
+    Audience, Color, Game, HiddenState, Layout, MoveEvent, Position, Role, Shuffle, Square,
+    Variant, View, hidden_start_squares, robustness::exercise_parsers,
+};
+use proptest::prelude::*;
+
+const IDENTITIES: &str = "PPPPPPPPNNBBRRQ";
+
+fn side_layout() -> impl Strategy<Value = Vec<char>> {
+    Just(IDENTITIES.chars().collect::<Vec<_>>()).prop_shuffle()
+}
+
+fn layout_strategy() -> impl Strategy<Value = String> {
+    (side_layout(), side_layout()).prop_map(|(w, b)| {
+        let white: String = w.into_iter().collect();
+        let black: String = b.into_iter().map(|c| c.to_ascii_lowercase()).collect();
+        format!("{white}/{black}")
+    })
+}
+
+/// One thing a player did: a move, or a promotion choice.
+#[derive(Debug, Clone)]
+enum Action {
+    Move(String),
+    Promote(Role),
+}
+
+fn apply(game: &mut Game, action: &Action) -> Option<frontier_rules::MoveReport> {
+    match action {
+        Action::Move(uci) => game.play_uci(uci).ok(),
+        Action::Promote(role) => game.choose_promotion(*role).ok(),
+    }
+}
+
+/// Plays a random game of at most `choices.len()` actions, picking by the given numbers.
+fn playout(game: &mut Game, choices: &[u16]) -> Vec<Action> {
+    let mut actions = Vec::new();
+    for &c in choices {
+        if game.outcome().is_some() {
+            break;
+        }
+        let action = if game.pending_promotion().is_some() {
+            Action::Promote(Role::PROMOTIONS[c as usize % 4])
+        } else {
+            let moves = game.legal_moves();
+            let m = moves[c as usize % moves.len()];
+            Action::Move(m.to_string())
+        };
+        assert!(apply(game, &action).is_some(), "a legal action is accepted");
+        actions.push(action);
+    }
+    actions
+}
+
+/// The squares whose hidden piece left by moving (publicly revealed), and the squares of
+/// hidden pieces captured while hidden, by capturer.
+fn reveals_and_captures(layout: &str, actions: &[Action]) -> (Vec<Square>, Vec<(Color, Square)>) {
+    let mut game = hidden_game(layout);
+    let mut revealed = Vec::new();
+    let mut captured = Vec::new();
+    for action in actions {
+        let before = game.position().hidden();
+        let report = apply(&mut game, action).expect("replays");
+        let event = report.for_audience(Audience::Spectator);
+        if let Some(c) = event.captured.filter(|c| c.was_hidden) {
+            captured.push((event.mover, c.square));
+        }
+        let after = if game.pending_promotion().is_some() {
+            // The pending pawn's origin is no longer hidden in the view.
+            game.view(Audience::Spectator).position.hidden()
+        } else {
+            game.position().hidden()
+        };
+        for sq in before & !after {
+            if !captured.iter().any(|&(_, s)| s == sq) {
+                revealed.push(sq);
+            }
+        }
+    }
+    (revealed, captured)
+}
+
+fn hidden_game(layout: &str) -> Game {
+    let layout = Layout::from_canonical(layout).expect("generated layouts are valid");
+    Game::new_hidden(Shuffle::new(layout, [7; 32]))
+}
+
+/// `layout` with the identities on the squares NOT in `fixed` permuted (per side) by `seed`.
+fn permute_unfixed(layout: &str, fixed: &[Square], seed: u64) -> String {
+    let (white, black) = layout.split_once('/').expect("layout shape");
+    let mut out = Vec::new();
+    let mut state = seed | 1;
+    for (color, part) in [(Color::White, white), (Color::Black, black)] {
+        let mut chars: Vec<char> = part.chars().collect();
+        let squares = hidden_start_squares(color);
+        let free: Vec<usize> = (0..15).filter(|&i| !fixed.contains(&squares[i])).collect();
+        for k in (1..free.len()).rev() {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            let j = (state % (k as u64 + 1)) as usize;
+            chars.swap(free[k], free[j]);
+        }
+        out.push(chars.into_iter().collect::<String>());
+    }
+    out.join("/")
+}
+
+/// A view without the two fields that legitimately depend on the whole layout: the
+/// commitment (a salted hash) and, after the end, the published shuffle.
+fn comparable(mut view: View) -> View {
+    view.commitment = None;
+    view.shuffle = None;
+    view
+}
+
+fn events_and_views(
+    layout: &str,
+    actions: &[Action],
+    audience: Audience,
+) -> Vec<(Option<MoveEvent>, View, Vec<String>)> {
+    let mut game = hidden_game(layout);
+    let mut out = Vec::new();
+    for action in actions {
+        let event = apply(&mut game, action).map(|r| r.for_audience(audience));
+        let legal = game.legal_moves().iter().map(|m| m.to_string()).collect();
+        out.push((event, comparable(game.view(audience)), legal));
+    }
+    out
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 160, ..ProptestConfig::default() })]
+
+    /// Legal moves, spectator views and spectator events are the same for every shuffle
+    /// that agrees with what was publicly revealed.
+    #[test]
+    fn spectators_learn_nothing_hidden(
+        layout in layout_strategy(),
+        choices in proptest::collection::vec(any::<u16>(), 1..160),
+        seed in any::<u64>(),
+    ) {
+        let mut game = hidden_game(&layout);
+        let actions = playout(&mut game, &choices);
+        let (revealed, _) = reveals_and_captures(&layout, &actions);
+        let other = permute_unfixed(&layout, &revealed, seed);
+        let a = events_and_views(&layout, &actions, Audience::Spectator);
+        let b = events_and_views(&other, &actions, Audience::Spectator);
+        prop_assert_eq!(a.len(), b.len());
+        for (step, (x, y)) in a.iter().zip(&b).enumerate() {
+            prop_assert!(y.0.is_some(), "step {} replays under the other layout", step);
+            prop_assert_eq!(x, y, "step {}", step);
+        }
+    }
+
+    /// Each player's views and events are the same for every shuffle that agrees with
+    /// what was revealed and with the identities that player captured; and the identities
+    /// in a player's view are exactly the true ones of the pieces it captured.
+    #[test]
+    fn players_learn_only_reveals_and_their_captures(
+        layout in layout_strategy(),
+        choices in proptest::collection::vec(any::<u16>(), 1..160),
+        seed in any::<u64>(),
+    ) {
+        let mut game = hidden_game(&layout);
+        let actions = playout(&mut game, &choices);
+        let (revealed, captured) = reveals_and_captures(&layout, &actions);
+        for player in Color::ALL {
+            let mut fixed = revealed.clone();
+            fixed.extend(captured.iter().filter(|(c, _)| *c == player).map(|&(_, s)| s));
+            let other = permute_unfixed(&layout, &fixed, seed);
+            let a = events_and_views(&layout, &actions, Audience::Player(player));
+            let b = events_and_views(&other, &actions, Audience::Player(player));
+            for (step, (x, y)) in a.iter().zip(&b).enumerate() {
+                prop_assert_eq!(x, y, "{:?} step {}", player, step);
+            }
+            // What the player was told about its captures is the truth.
+            let view = game.view(Audience::Player(player));
+            let mine: Vec<Square> = captured.iter().filter(|(c, _)| *c == player).map(|&(_, s)| s).collect();
+            prop_assert_eq!(view.captured_identities.len(), mine.len());
+            for id in &view.captured_identities {
+                prop_assert!(mine.contains(&id.square));
+                prop_assert_eq!(Some(id.role), true_role(&layout, id.square));
+            }
+        }
+    }
+
+    /// Views print and parse back; the incremental Zobrist key equals the one computed
+    /// from scratch after every move, in every variant.
+    #[test]
+    fn fen_round_trips_and_zobrist_keys(
+        layout in layout_strategy(),
+        choices in proptest::collection::vec(any::<u16>(), 1..200),
+    ) {
+        for variant in Variant::ALL {
+            let mut game = match variant {
+                Variant::Hidden => hidden_game(&layout),
+                v => Game::new(v).expect("no randomness needed"),
+            };
+            for &c in &choices {
+                if game.outcome().is_some() {
+                    break;
+                }
+                if game.pending_promotion().is_some() {
+                    prop_assert!(game.choose_promotion(Role::PROMOTIONS[c as usize % 4]).is_ok());
+                    continue;
+                }
+                let moves = game.legal_moves();
+                let m = moves[c as usize % moves.len()];
+                prop_assert!(game.play(&m).is_ok());
+                let pos = game.position();
+                prop_assert_eq!(pos.key(), pos.compute_key());
+                if game.pending_promotion().is_none() {
+                    let fen = pos.fen();
+                    let parsed = Position::from_fen(variant, &fen);
+                    prop_assert!(parsed.is_ok(), "{} does not parse: {:?}", fen, parsed);
+                    let parsed = parsed.expect("checked");
+                    prop_assert_eq!(parsed.fen(), fen.clone());
+                    prop_assert_eq!(parsed.repetition_key(), pos.repetition_key());
+                    if let Some(server) = game.server_fen() {
+                        let state = HiddenState::from_server_fen(&server);
+                        prop_assert!(state.is_ok(), "{} does not parse", server);
+                        let state = state.expect("checked");
+                        prop_assert_eq!(state.server_fen(), server);
+                        prop_assert_eq!(state.position().fen(), fen);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Arbitrary text never panics a parser.
+    #[test]
+    fn arbitrary_text_never_panics(text in "\\PC{0,120}") {
+        exercise_parsers(&text);
+    }
+
+    /// Nor does a valid FEN with a few characters changed, which reaches deeper.
+    #[test]
+    fn mutated_fens_never_panic(
+        base in prop::sample::select(vec![
+            "rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1|e2e4",
+            "r3k2r/p1ppqpb1/bn2pnp1/3PN3/1p2P3/2N2Q1p/PPPBBPPP/R3K2R w KQkq - 0 1|e1g1",
+            "4k3/8/8/8/8/8/8/P3K3 w - - 0 1 a1|a1a8q",
+            "4k3/3p4/8/4P3/8/8/8/4K3 b - - 0 1 d7|d7d5",
+            "rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1 a1b1c1d1f1g1h1a2b2c2d2e2f2g2h2a7b7c7d7e7f7g7h7a8b8c8d8f8g8h8|b1c3",
+        ]),
+        edits in proptest::collection::vec((any::<prop::sample::Index>(), any::<char>()), 1..6),
+    ) {
+        let mut chars: Vec<char> = base.chars().collect();
+        for (at, c) in edits {
+            let i = at.index(chars.len());
+            chars[i] = c;
+        }
+        exercise_parsers(&chars.into_iter().collect::<String>());
+    }
+}
+
+fn true_role(layout: &str, sq: Square) -> Option<Role> {
+    let (white, black) = layout.split_once('/')?;
+    for (color, part) in [(Color::White, white), (Color::Black, black)] {
+        if let Some(i) = hidden_start_squares(color).iter().position(|&s| s == sq) {
+            return part.chars().nth(i).and_then(Role::from_char);
+        }
+    }
+    None
+}
