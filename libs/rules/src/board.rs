@@ -131,6 +131,25 @@ impl Board {
         self.occupied.toggle(sq);
     }
 
+    /// Moves `color`'s `role` from `from` to the empty square `to`, arriving as `landed`.
+    #[inline]
+    pub(crate) fn shift_piece(
+        &mut self,
+        color: Color,
+        role: Role,
+        from: Square,
+        landed: Role,
+        to: Square,
+    ) {
+        debug_assert_eq!(self.piece_at(from), Some(Piece { color, role }));
+        debug_assert!(!self.occupied.contains(to), "the destination was emptied");
+        let (f, t) = (Bitboard::from(from), Bitboard::from(to));
+        self.by_role[role as usize] ^= f;
+        self.by_role[landed as usize] ^= t;
+        self.by_color[color as usize] ^= f | t;
+        self.occupied ^= f | t;
+    }
+
     /// Replaces whatever is on `sq` with `piece`.
     pub fn set(&mut self, sq: Square, piece: Piece) {
         self.remove(sq);

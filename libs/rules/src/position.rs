@@ -413,20 +413,35 @@ impl Position {
     #[inline]
     fn push_targets(&self, from: Square, role: Role, targets: Bitboard, moves: &mut MoveList) {
         let them = self.board.by_color(!self.turn);
-        for to in targets {
-            let capture = if them.contains(to) {
-                self.board.role_at(to)
-            } else {
-                None
-            };
-            moves.push(Move {
-                from,
-                to,
-                role,
-                capture,
-                promotion: None,
-                kind: MoveKind::Normal,
-            });
+        let quiet = Move {
+            from,
+            to: from,
+            role,
+            capture: None,
+            promotion: None,
+            kind: MoveKind::Normal,
+        };
+        for to in targets & !them {
+            moves.push(Move { to, ..quiet });
+        }
+        let captures = targets & them;
+        if captures.nonempty() {
+            // By victim role: five bitboard ANDs instead of a role look-up per square.
+            for victim in [
+                Role::Pawn,
+                Role::Knight,
+                Role::Bishop,
+                Role::Rook,
+                Role::Queen,
+            ] {
+                for to in captures & self.board.by_role(victim) {
+                    moves.push(Move {
+                        to,
+                        capture: Some(victim),
+                        ..quiet
+                    });
+                }
+            }
         }
     }
 
@@ -487,34 +502,62 @@ impl Position {
         }
     }
 
-    /// Pawn pushes and captures to `target` (not en passant). A pawn on its own back rank
-    /// (hidden chess) steps one square; two only from its pawn rank.
+    /// Pawn pushes and captures to `target` (not en passant), set-wise. A pawn on its own
+    /// back rank (hidden chess) steps one square; two only from its pawn rank.
     fn gen_pawns(&self, target: Bitboard, moves: &mut MoveList) {
         let us = self.turn;
         let them = self.board.by_color(!us);
-        let occupied = self.board.occupied();
-        let step: i8 = us.fold(8, -8);
-        let pawn_rank = us.pawn_rank();
-        for from in self.board.by_color(us) & self.board.by_role(Role::Pawn) {
-            for to in attacks::pawn_attacks(us, from) & them & target {
-                self.push_pawn(from, to, self.board.role_at(to), moves);
-            }
-            let Some(one) = from.offset(step) else {
+        let empty = !self.board.occupied();
+        let pawns = self.board.by_color(us) & self.board.by_role(Role::Pawn);
+        if pawns.is_empty() {
+            return;
+        }
+        let (step, forward): (i8, fn(Bitboard) -> Bitboard) = match us {
+            Color::White => (8, Bitboard::north),
+            Color::Black => (-8, Bitboard::south),
+        };
+        // Diagonal captures: shift forward, then one file either way, never wrapping.
+        const NOT_A: u64 = !0x0101_0101_0101_0101;
+        const NOT_H: u64 = !0x8080_8080_8080_8080;
+        let ahead = forward(pawns);
+        for (shifted, file_step) in [
+            (Bitboard((ahead.0 & NOT_H) << 1), 1i8),
+            (Bitboard((ahead.0 & NOT_A) >> 1), -1i8),
+        ] {
+            let caps = shifted & them & target;
+            if caps.is_empty() {
                 continue;
-            };
-            if occupied.contains(one) {
-                continue;
             }
-            if target.contains(one) {
-                self.push_pawn(from, one, None, moves);
+            for victim in [
+                Role::Pawn,
+                Role::Knight,
+                Role::Bishop,
+                Role::Rook,
+                Role::Queen,
+            ] {
+                for to in caps & self.board.by_role(victim) {
+                    let from = Square::new_masked((to.index() as i8 - step - file_step) as u8);
+                    self.push_pawn(from, to, Some(victim), moves);
+                }
             }
-            if from.rank() == pawn_rank
-                && let Some(two) = one.offset(step)
-                && !occupied.contains(two)
-                && target.contains(two)
-            {
-                self.push_pawn(from, two, None, moves);
-            }
+        }
+        let single = ahead & empty;
+        let double = forward(forward(pawns & Bitboard::rank(us.pawn_rank())) & empty) & empty;
+        for to in single & target {
+            self.push_pawn(
+                Square::new_masked((to.index() as i8 - step) as u8),
+                to,
+                None,
+                moves,
+            );
+        }
+        for to in double & target {
+            self.push_pawn(
+                Square::new_masked((to.index() as i8 - 2 * step) as u8),
+                to,
+                None,
+                moves,
+            );
         }
     }
 
@@ -737,14 +780,16 @@ impl Position {
             || matches!(m.kind, MoveKind::Castle { rook, .. } if self.hidden.contains(rook));
         let reset = m.capture.is_some() || m.role == Role::Pawn || moves_hidden;
         // Castling rights: anything leaving or arriving on a corner, or the king moving.
-        let mut lost = self.castling & (Bitboard::from(m.from) | m.to);
-        if m.role == Role::King {
-            lost |= self.castling & Bitboard::rank(us.back_rank());
+        if self.castling.nonempty() {
+            let mut lost = self.castling & (Bitboard::from(m.from) | m.to);
+            if m.role == Role::King {
+                lost |= self.castling & Bitboard::rank(us.back_rank());
+            }
+            for sq in lost {
+                self.key ^= zobrist::castling(sq);
+            }
+            self.castling ^= lost;
         }
-        for sq in lost {
-            self.key ^= zobrist::castling(sq);
-        }
-        self.castling ^= lost;
         self.ep_square = None;
         self.move_pieces(m, landed);
         if self.variant == Variant::Atomic && m.capture.is_some() {
@@ -819,20 +864,13 @@ impl Position {
                 if let (Some(role), Some(sq)) = (m.capture, m.capture_square()) {
                     self.take_piece(sq, Piece { color: them, role });
                 }
-                self.take_piece(
-                    m.from,
-                    Piece {
-                        color: us,
-                        role: m.role,
-                    },
-                );
-                self.put_piece(
-                    m.to,
-                    Piece {
-                        color: us,
-                        role: landed,
-                    },
-                );
+                // The mover in one go: leave `from`, arrive on `to` as `landed`.
+                self.board.shift_piece(us, m.role, m.from, landed, m.to);
+                self.key ^= zobrist::piece(us, m.role, m.from) ^ zobrist::piece(us, landed, m.to);
+                if self.hidden.contains(m.from) {
+                    self.hidden.discard(m.from);
+                    self.key ^= zobrist::hidden(m.from);
+                }
             }
         }
     }

@@ -34,10 +34,22 @@ const CASTLING: usize = HIDDEN + 64;
 const EP: usize = CASTLING + 64;
 const TURN: usize = EP + 8;
 
+/// Piece-square keys, by `color * 6 + role`, then square: index arithmetic the compiler
+/// can bound, so a look-up is a plain load.
+static PIECE_KEYS: [[u64; 64]; 12] = {
+    let mut table = [[0u64; 64]; 12];
+    let mut i = 0;
+    while i < 12 * 64 {
+        table[i / 64][i % 64] = KEYS[i];
+        i += 1;
+    }
+    table
+};
+
 /// Key of a piece on a square.
 #[inline]
 pub(crate) fn piece(color: Color, role: Role, sq: Square) -> u64 {
-    KEYS[(color as usize * 6 + role as usize) * 64 + sq.idx()]
+    PIECE_KEYS[color as usize * 6 + role as usize][sq.idx()]
 }
 
 /// Key added while the piece on `sq` is hidden.
