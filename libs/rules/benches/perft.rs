@@ -63,8 +63,7 @@ fn hidden_start_d4_bulk(b: Bencher<'_, '_>) {
 fn hidden_shuffled_start_d4_bulk(b: Bencher<'_, '_>) {
     // A fixed shuffle (from tests/data/hidden-rules.perft): reveals change the tree, so
     // the count is taken once, untimed, and every timed run must match it.
-    let layout = Layout::from_canonical("PRQPBPRNNPPBPPP/bppbppnprnrppqp")
-        .expect("a valid layout");
+    let layout = Layout::from_canonical("PRQPBPRNNPPBPPP/bppbppnprnrppqp").expect("a valid layout");
     let state = HiddenState::new(layout);
     let nodes = perft_hidden(&state, 4);
     count(b, nodes, || perft_hidden(&state, 4));
