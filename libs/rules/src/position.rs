@@ -427,13 +427,7 @@ impl Position {
         let captures = targets & them;
         if captures.nonempty() {
             // By victim role: five bitboard ANDs instead of a role look-up per square.
-            for victim in [
-                Role::Pawn,
-                Role::Knight,
-                Role::Bishop,
-                Role::Rook,
-                Role::Queen,
-            ] {
+            for victim in Role::CAPTURABLE {
                 for to in captures & self.board.by_role(victim) {
                     moves.push(Move {
                         to,
@@ -528,13 +522,7 @@ impl Position {
             if caps.is_empty() {
                 continue;
             }
-            for victim in [
-                Role::Pawn,
-                Role::Knight,
-                Role::Bishop,
-                Role::Rook,
-                Role::Queen,
-            ] {
+            for victim in Role::CAPTURABLE {
                 for to in caps & self.board.by_role(victim) {
                     let from = Square::new_masked((to.index() as i8 - step - file_step) as u8);
                     self.push_pawn(from, to, Some(victim), moves);

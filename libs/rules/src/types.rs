@@ -99,6 +99,15 @@ impl Role {
         Role::King,
     ];
 
+    /// The roles a capture can take (a king is never captured).
+    pub const CAPTURABLE: [Role; 5] = [
+        Role::Pawn,
+        Role::Knight,
+        Role::Bishop,
+        Role::Rook,
+        Role::Queen,
+    ];
+
     /// The roles a pawn may promote to, in the order perft and UIs list them.
     pub const PROMOTIONS: [Role; 4] = [Role::Queen, Role::Rook, Role::Bishop, Role::Knight];
 
