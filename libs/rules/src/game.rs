@@ -722,3 +722,149 @@ impl Game {
         self.secret.as_ref().map(|s| &s.state)
     }
 }
+
+/// Everything needed to rebuild a [`Game`] exactly: the server's storage form of a game.
+/// Secret (it holds the server notation and the shuffle): storage only, never for a client.
+#[derive(Clone, PartialEq, Eq)]
+pub struct GameSnapshot {
+    /// The variant.
+    pub variant: Variant,
+    /// The position's FEN; for hidden chess the server notation (true board, hidden squares).
+    pub fen: String,
+    /// Hidden chess: the canonical layout and salt the game started with, if any.
+    pub shuffle: Option<(String, [u8; 32])>,
+    /// Identities each side captured.
+    pub captured: ByColor<Vec<CapturedIdentity>>,
+    /// Repetition keys since the last irreversible move.
+    pub history: Vec<u64>,
+    /// A move waiting for its promotion choice.
+    pub pending: Option<UciMove>,
+    /// The outcome, as [`Outcome::code`].
+    pub outcome: Option<String>,
+    /// Half-moves completed.
+    pub ply: u32,
+}
+
+impl fmt::Debug for GameSnapshot {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("GameSnapshot(<secret>)")
+    }
+}
+
+/// Why a snapshot could not be restored (corrupt storage, or a bug).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RestoreError {
+    /// The FEN does not parse.
+    #[error("stored FEN: {0}")]
+    Fen(#[from] crate::fen::FenError),
+    /// The stored layout does not parse.
+    #[error("stored layout: {0}")]
+    Layout(#[from] crate::hidden::LayoutError),
+    /// The pending move is not legal in the stored position.
+    #[error("stored pending move: {0}")]
+    Pending(#[from] MoveError),
+    /// The stored outcome code is unknown.
+    #[error("stored outcome `{0}` is unknown")]
+    Outcome(String),
+}
+
+impl Game {
+    /// The storage form of this game.
+    pub fn snapshot(&self) -> GameSnapshot {
+        let (fen, shuffle, captured) = match &self.secret {
+            Some(secret) => (
+                secret.state.server_fen(),
+                secret
+                    .shuffle
+                    .as_ref()
+                    .map(|s| (s.layout().canonical(), s.salt())),
+                secret.captured.clone(),
+            ),
+            None => (self.position.fen(), None, ByColor::default()),
+        };
+        GameSnapshot {
+            variant: self.variant(),
+            fen,
+            shuffle,
+            captured,
+            history: self.history.clone(),
+            pending: self.pending.map(|m| m.to_uci()),
+            outcome: self.outcome.map(|o| o.code()),
+            ply: self.ply,
+        }
+    }
+
+    /// Rebuilds a game from its storage form.
+    pub fn restore(snapshot: GameSnapshot) -> Result<Game, RestoreError> {
+        let (position, secret) = match snapshot.variant {
+            Variant::Hidden => {
+                let state = HiddenState::from_server_fen(&snapshot.fen)?;
+                let shuffle = match snapshot.shuffle {
+                    Some((layout, salt)) => {
+                        Some(Shuffle::new(Layout::from_canonical(&layout)?, salt))
+                    }
+                    None => None,
+                };
+                (
+                    state.position,
+                    Some(Secret {
+                        state,
+                        shuffle,
+                        captured: snapshot.captured,
+                    }),
+                )
+            }
+            variant => (Position::from_fen(variant, &snapshot.fen)?, None),
+        };
+        let pending = match snapshot.pending {
+            Some(uci) => Some(position.to_move(&uci)?),
+            None => None,
+        };
+        let outcome = match snapshot.outcome {
+            Some(code) => Some(Outcome::from_code(&code).ok_or(RestoreError::Outcome(code))?),
+            None => None,
+        };
+        Ok(Game {
+            position,
+            secret,
+            history: snapshot.history,
+            pending,
+            outcome,
+            ply: snapshot.ply,
+        })
+    }
+}
+
+impl Outcome {
+    /// Parses [`Outcome::code`].
+    pub fn from_code(code: &str) -> Option<Outcome> {
+        if code == "aborted" {
+            return Some(Outcome::Aborted);
+        }
+        if let Some(reason) = code.strip_prefix("draw-") {
+            let reason = [
+                DrawReason::Stalemate,
+                DrawReason::Repetition,
+                DrawReason::FiftyMoves,
+                DrawReason::InsufficientMaterial,
+                DrawReason::Agreement,
+                DrawReason::TimeoutVsInsufficientMaterial,
+            ]
+            .into_iter()
+            .find(|r| r.code() == reason)?;
+            return Some(Outcome::Draw { reason });
+        }
+        let (winner, reason) = code.split_once('-')?;
+        let winner = Color::ALL.into_iter().find(|c| c.name() == winner)?;
+        let reason = [
+            WinReason::Checkmate,
+            WinReason::KingExploded,
+            WinReason::Resignation,
+            WinReason::Timeout,
+            WinReason::Abandonment,
+        ]
+        .into_iter()
+        .find(|r| r.code() == reason)?;
+        Some(Outcome::Win { winner, reason })
+    }
+}

@@ -241,6 +241,11 @@ impl Shuffle {
         Commitment::compute(&self.salt, &self.layout.canonical())
     }
 
+    /// The salt (crate-internal: storage snapshots).
+    pub(crate) fn salt(&self) -> [u8; 32] {
+        self.salt
+    }
+
     /// The layout (crate-internal).
     pub(crate) fn layout(&self) -> &Layout {
         &self.layout

@@ -29,8 +29,8 @@ pub use bitboard::Bitboard;
 pub use board::{Board, hidden_start_mask, hidden_start_squares, piece_attacks, start_role};
 pub use fen::{FenError, FenField, MAX_FEN_LEN, PositionError, Setup};
 pub use game::{
-    Audience, CapturedIdentity, CapturedPiece, DrawReason, Game, MoveEvent, MoveReport, Outcome,
-    PlayError, Reveal, View, WinReason,
+    Audience, CapturedIdentity, CapturedPiece, DrawReason, Game, GameSnapshot, MoveEvent,
+    MoveReport, Outcome, PlayError, RestoreError, Reveal, View, WinReason,
 };
 pub use hidden::{
     COMMITMENT_DOMAIN, Commitment, HiddenState, Layout, LayoutError, PublishedShuffle, RandomError,

@@ -1,0 +1,88 @@
+//! Configuration pieces shared by the services' `clap` structs (flatten them in).
+
+use std::time::Duration;
+
+/// Where Redis is.
+#[derive(Debug, Clone, clap::Args)]
+pub struct RedisArgs {
+    /// Redis URL.
+    #[arg(long, env = "FRONTIER_REDIS_URL", default_value = "redis://127.0.0.1:6379")]
+    pub redis_url: String,
+}
+
+/// Where NATS is.
+#[derive(Debug, Clone, clap::Args)]
+pub struct NatsArgs {
+    /// NATS URL (JetStream must be enabled on the server).
+    #[arg(long, env = "FRONTIER_NATS_URL", default_value = "nats://127.0.0.1:4222")]
+    pub nats_url: String,
+}
+
+/// Where Postgres is.
+#[derive(Debug, Clone, clap::Args)]
+pub struct PostgresArgs {
+    /// Postgres URL.
+    #[arg(
+        long,
+        env = "FRONTIER_DATABASE_URL",
+        default_value = "postgres://postgres@127.0.0.1:5432/frontier"
+    )]
+    pub database_url: String,
+}
+
+/// The namespace of every subject, stream and key.
+#[derive(Debug, Clone, clap::Args)]
+pub struct NamespaceArgs {
+    /// Prefix of every NATS subject, JetStream stream and Redis key.
+    #[arg(long, env = "FRONTIER_NAMESPACE", default_value = "frontier")]
+    pub namespace: String,
+}
+
+/// JWT settings.
+#[derive(Clone, clap::Args)]
+pub struct JwtArgs {
+    /// Shared HS256 secret (at least 32 bytes). Every gateway must use the same one.
+    #[arg(long, env = "FRONTIER_JWT_SECRET", hide_env_values = true)]
+    pub jwt_secret: String,
+    /// How long issued tokens stay valid.
+    #[arg(long, env = "FRONTIER_JWT_TTL", default_value = "12h", value_parser = parse_duration)]
+    pub jwt_ttl: Duration,
+}
+
+impl std::fmt::Debug for JwtArgs {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "JwtArgs {{ jwt_secret: <secret>, jwt_ttl: {:?} }}", self.jwt_ttl)
+    }
+}
+
+/// Parses `250ms`, `30s`, `5m`, `12h`, or a bare number of seconds.
+pub fn parse_duration(s: &str) -> Result<Duration, String> {
+    let s = s.trim();
+    let split = s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len());
+    let (number, unit) = s.split_at(split);
+    let n: u64 = number
+        .parse()
+        .map_err(|_| format!("`{s}` is not a duration like 30s, 5m or 250ms"))?;
+    let ms = match unit {
+        "ms" => n,
+        "" | "s" => n.saturating_mul(1000),
+        "m" => n.saturating_mul(60_000),
+        "h" => n.saturating_mul(3_600_000),
+        _ => return Err(format!("`{s}`: unit must be ms, s, m or h")),
+    };
+    Ok(Duration::from_millis(ms))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations() {
+        assert_eq!(parse_duration("250ms"), Ok(Duration::from_millis(250)));
+        assert_eq!(parse_duration("30"), Ok(Duration::from_secs(30)));
+        assert_eq!(parse_duration("5m"), Ok(Duration::from_secs(300)));
+        assert!(parse_duration("5y").is_err());
+        assert!(parse_duration("m").is_err());
+    }
+}

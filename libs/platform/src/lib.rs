@@ -1,0 +1,15 @@
+//! Plumbing shared by every Frontier service: configuration pieces, telemetry, JWT auth,
+//! ids, the names of NATS subjects and Redis keys (all in one place), shutdown and backoff.
+
+pub mod auth;
+pub mod backoff;
+pub mod config;
+pub mod ids;
+pub mod names;
+pub mod shutdown;
+pub mod telemetry;
+
+pub use auth::{AuthError, Claims, JwtKeys};
+pub use ids::{GameId, ParseIdError, PlayerId};
+pub use names::Namespace;
+pub use shutdown::Shutdown;

@@ -1,0 +1,110 @@
+//! Every NATS subject, JetStream stream and Redis key the platform uses, derived from one
+//! namespace prefix, so that test runs (and deployments) sharing servers never meet.
+
+use crate::GameId;
+
+/// A namespace: the prefix of every subject, stream and key.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Namespace {
+    prefix: String,
+}
+
+/// Which audience a game subject is for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum AudienceSubject {
+    /// White's own events (public events plus what only White may know).
+    White,
+    /// Black's own events.
+    Black,
+    /// Public events, for spectators.
+    Public,
+}
+
+impl AudienceSubject {
+    fn token(self) -> &'static str {
+        match self {
+            AudienceSubject::White => "white",
+            AudienceSubject::Black => "black",
+            AudienceSubject::Public => "public",
+        }
+    }
+}
+
+impl Namespace {
+    /// A namespace with this prefix: ASCII letters, digits, `_` and `-` only.
+    pub fn new(prefix: &str) -> Result<Namespace, String> {
+        if prefix.is_empty()
+            || prefix.len() > 48
+            || !prefix
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+        {
+            return Err(format!(
+                "namespace `{prefix}` must be 1 to 48 ASCII letters, digits, `_` or `-`"
+            ));
+        }
+        Ok(Namespace {
+            prefix: prefix.to_owned(),
+        })
+    }
+
+    /// The prefix.
+    pub fn prefix(&self) -> &str {
+        &self.prefix
+    }
+
+    /// `<prefix>.game.<id>.<audience>`: a game's events for one audience. A hidden piece's
+    /// identity is only ever published on the subject of the player entitled to it.
+    pub fn game_subject(&self, game: &GameId, audience: AudienceSubject) -> String {
+        format!("{}.game.{}.{}", self.prefix, game, audience.token())
+    }
+
+    /// `<prefix>.games.finished`: finished-game records (JetStream).
+    pub fn finished_games_subject(&self) -> String {
+        format!("{}.games.finished", self.prefix)
+    }
+
+    /// The JetStream stream holding finished games: `<PREFIX>_GAMES` (stream names take no
+    /// dots).
+    pub fn finished_games_stream(&self) -> String {
+        format!("{}_GAMES", self.prefix.to_ascii_uppercase().replace('-', "_"))
+    }
+
+    /// Redis key of a game's state (a hash: `v` version, `s` state). The id is a hash tag,
+    /// so a game's keys share a cluster slot.
+    pub fn game_state_key(&self, game: &GameId) -> String {
+        format!("{}:game:{{{}}}", self.prefix, game)
+    }
+
+    /// Redis key of a game's event log (a list; entry `i` is version `i + 1`).
+    pub fn game_log_key(&self, game: &GameId) -> String {
+        format!("{}:game:{{{}}}:log", self.prefix, game)
+    }
+
+    /// Redis key mapping a private board's share code to its game.
+    pub fn board_code_key(&self, code: &str) -> String {
+        format!("{}:code:{}", self.prefix, code)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_derive_from_the_prefix() {
+        let ns = Namespace::new("t-1").expect("valid");
+        let id: GameId = "0190c6a0-0000-7000-8000-000000000001".parse().expect("uuid");
+        assert_eq!(
+            ns.game_subject(&id, AudienceSubject::Black),
+            "t-1.game.0190c6a0-0000-7000-8000-000000000001.black"
+        );
+        assert_eq!(ns.finished_games_stream(), "T_1_GAMES");
+        assert_eq!(
+            ns.game_log_key(&id),
+            "t-1:game:{0190c6a0-0000-7000-8000-000000000001}:log"
+        );
+        assert!(Namespace::new("a.b").is_err());
+        assert!(Namespace::new("").is_err());
+    }
+}

@@ -1,0 +1,19 @@
+//! Compiles `proto/` with protox (pure Rust: no system protoc) and generates tonic code.
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../proto");
+    let files = [
+        "frontier/games/v1/game.proto",
+        "frontier/gamesession/v1/game_session.proto",
+        "frontier/gamesession/storage/v1/stored_game.proto",
+    ];
+    for file in &files {
+        println!("cargo:rerun-if-changed={}", root.join(file).display());
+    }
+    let descriptors = protox::compile(files, [&root])?;
+    tonic_prost_build::configure()
+        .build_server(true)
+        .build_client(true)
+        .compile_fds(descriptors)?;
+    Ok(())
+}
