@@ -1,0 +1,219 @@
+//! Messages a client sends.
+
+use serde::{Deserialize, Serialize};
+
+/// Largest client frame accepted, in bytes; larger frames get `too_large`.
+pub const MAX_CLIENT_FRAME_BYTES: usize = 2048;
+
+/// Longest `id` (correlation and duplicate-detection id) accepted, in bytes.
+pub const MAX_ID_BYTES: usize = 64;
+
+/// A clock: whole minutes (1–60) and an increment in seconds (0–60).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ClockSpec {
+    /// Base time in minutes.
+    pub minutes: u32,
+    /// Increment per move in seconds.
+    #[serde(default)]
+    pub increment: u32,
+}
+
+/// The creator's colour choice.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ColorChoiceWire {
+    /// White.
+    White,
+    /// Black.
+    Black,
+    /// Decided at random when the board is created.
+    Random,
+}
+
+/// Everything a client can send. `id` is optional everywhere: echoed in the answer, and
+/// for game actions the key that makes a resent action apply once.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
+pub enum ClientMessage {
+    /// Authenticate this connection with a token from the HTTP API.
+    Auth {
+        /// The JWT.
+        token: String,
+    },
+    /// Liveness check.
+    Ping {
+        /// Echoed.
+        #[serde(default)]
+        id: Option<String>,
+    },
+    /// Create a private board.
+    CreateBoard {
+        /// Echoed.
+        #[serde(default)]
+        id: Option<String>,
+        /// `standard`, `hidden` or `atomic`.
+        variant: String,
+        /// The creator's colour.
+        color: ColorChoiceWire,
+        /// Rated (registered players only) or casual.
+        #[serde(default)]
+        rated: bool,
+        /// The clock, or none.
+        #[serde(default)]
+        clock: Option<ClockSpec>,
+    },
+    /// Join a board by its share code.
+    JoinBoard {
+        /// Echoed.
+        #[serde(default)]
+        id: Option<String>,
+        /// The share code.
+        code: String,
+    },
+    /// Open a game to play or watch it: a full view, or the events after `after_version`.
+    Open {
+        /// Echoed.
+        #[serde(default)]
+        id: Option<String>,
+        /// The game.
+        game_id: String,
+        /// The last version this client saw, to resume from.
+        #[serde(default)]
+        after_version: Option<u64>,
+    },
+    /// Stop receiving a game's events.
+    Close {
+        /// Echoed.
+        #[serde(default)]
+        id: Option<String>,
+        /// The game.
+        game_id: String,
+    },
+    /// Play a move.
+    Move {
+        /// Echoed; and a move resent with the same id is applied once.
+        #[serde(default)]
+        id: Option<String>,
+        /// The game.
+        game_id: String,
+        /// The move in UCI.
+        uci: String,
+        /// Apply only if the game is still at this version.
+        #[serde(default)]
+        expected_version: Option<u64>,
+    },
+    /// Answer a pending promotion.
+    Promote {
+        /// Echoed; dedupe key.
+        #[serde(default)]
+        id: Option<String>,
+        /// The game.
+        game_id: String,
+        /// `q`, `r`, `b` or `n`.
+        role: String,
+    },
+    /// Resign.
+    Resign {
+        /// Echoed; dedupe key.
+        #[serde(default)]
+        id: Option<String>,
+        /// The game.
+        game_id: String,
+    },
+    /// Offer a draw.
+    OfferDraw {
+        /// Echoed; dedupe key.
+        #[serde(default)]
+        id: Option<String>,
+        /// The game.
+        game_id: String,
+    },
+    /// Accept the opponent's draw offer.
+    AcceptDraw {
+        /// Echoed; dedupe key.
+        #[serde(default)]
+        id: Option<String>,
+        /// The game.
+        game_id: String,
+    },
+    /// Decline the opponent's draw offer.
+    DeclineDraw {
+        /// Echoed; dedupe key.
+        #[serde(default)]
+        id: Option<String>,
+        /// The game.
+        game_id: String,
+    },
+    /// Abort a game in which fewer than two moves were made.
+    Abort {
+        /// Echoed; dedupe key.
+        #[serde(default)]
+        id: Option<String>,
+        /// The game.
+        game_id: String,
+    },
+}
+
+impl ClientMessage {
+    /// The message's `id`, if any.
+    pub fn id(&self) -> Option<&str> {
+        match self {
+            ClientMessage::Auth { .. } => None,
+            ClientMessage::Ping { id }
+            | ClientMessage::CreateBoard { id, .. }
+            | ClientMessage::JoinBoard { id, .. }
+            | ClientMessage::Open { id, .. }
+            | ClientMessage::Close { id, .. }
+            | ClientMessage::Move { id, .. }
+            | ClientMessage::Promote { id, .. }
+            | ClientMessage::Resign { id, .. }
+            | ClientMessage::OfferDraw { id, .. }
+            | ClientMessage::AcceptDraw { id, .. }
+            | ClientMessage::DeclineDraw { id, .. }
+            | ClientMessage::Abort { id, .. } => id.as_deref(),
+        }
+    }
+
+    /// The game the message is about, if any.
+    pub fn game_id(&self) -> Option<&str> {
+        match self {
+            ClientMessage::Open { game_id, .. }
+            | ClientMessage::Close { game_id, .. }
+            | ClientMessage::Move { game_id, .. }
+            | ClientMessage::Promote { game_id, .. }
+            | ClientMessage::Resign { game_id, .. }
+            | ClientMessage::OfferDraw { game_id, .. }
+            | ClientMessage::AcceptDraw { game_id, .. }
+            | ClientMessage::DeclineDraw { game_id, .. }
+            | ClientMessage::Abort { game_id, .. } => Some(game_id),
+            _ => None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_the_documented_examples() {
+        let m: ClientMessage = serde_json::from_str(
+            r#"{"type":"move","id":"m1","game_id":"g","uci":"e2e4","expected_version":3}"#,
+        )
+        .expect("valid");
+        assert_eq!(m.id(), Some("m1"));
+        assert_eq!(m.game_id(), Some("g"));
+        let m: ClientMessage = serde_json::from_str(
+            r#"{"type":"create_board","variant":"hidden","color":"random","clock":{"minutes":5,"increment":3}}"#,
+        )
+        .expect("valid");
+        assert!(matches!(m, ClientMessage::CreateBoard { rated: false, .. }));
+        assert!(serde_json::from_str::<ClientMessage>(r#"{"type":"move","game_id":"g"}"#).is_err());
+        assert!(serde_json::from_str::<ClientMessage>(r#"{"type":"fly"}"#).is_err());
+        assert!(
+            serde_json::from_str::<ClientMessage>(r#"{"type":"ping","extra":1}"#).is_err(),
+            "unknown fields are refused"
+        );
+    }
+}

@@ -1,0 +1,139 @@
+//! Error codes a client can receive, in `error` messages and HTTP error bodies.
+
+use serde::{Deserialize, Serialize};
+
+/// What went wrong, as a stable snake_case code.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ErrorCode {
+    /// The frame is not JSON, or not an object with a `type`.
+    BadJson,
+    /// The `type` is not one this protocol knows.
+    UnknownType,
+    /// A field is missing or has a bad value.
+    BadField,
+    /// The frame is larger than the protocol allows.
+    TooLarge,
+    /// Too many messages: this one was dropped.
+    RateLimited,
+    /// Send `auth` first.
+    Unauthenticated,
+    /// The connection is already authenticated.
+    AlreadyAuthenticated,
+    /// No token.
+    TokenMissing,
+    /// The token is not a well-formed JWT.
+    TokenMalformed,
+    /// The token has expired.
+    TokenExpired,
+    /// The token's signature or issuer is wrong (forged or foreign).
+    TokenInvalid,
+    /// No such game.
+    GameNotFound,
+    /// The player does not sit in this game.
+    NotInGame,
+    /// It is the other side's turn.
+    NotYourTurn,
+    /// The move is not legal.
+    IllegalMove,
+    /// The move is not written in UCI.
+    BadMove,
+    /// A pawn reaching the last rank needs a promotion piece.
+    PromotionRequired,
+    /// A promotion choice is awaited first.
+    PromotionPending,
+    /// No promotion choice is awaited.
+    NoPromotionPending,
+    /// The game is over.
+    GameOver,
+    /// The game has not started (waiting for its second player).
+    GameNotStarted,
+    /// The action named an expected version that is no longer current.
+    StaleVersion,
+    /// There is no draw offer to accept or decline (or it is your own).
+    NoDrawOffer,
+    /// You already offered a draw.
+    DrawAlreadyOffered,
+    /// A game may be aborted only before both sides have moved.
+    CannotAbort,
+    /// No board has that code.
+    BoardNotFound,
+    /// The board already has two players.
+    BoardFull,
+    /// The board's game is over.
+    BoardFinished,
+    /// You cannot join your own board.
+    OwnBoard,
+    /// Guests play casual games only.
+    GuestRated,
+    /// The time control is out of range.
+    BadTimeControl,
+    /// The username is taken (case-insensitively).
+    UsernameTaken,
+    /// The username is not 3–20 letters, digits, `_` or `-`.
+    BadUsername,
+    /// The password is too weak.
+    WeakPassword,
+    /// Wrong username or password.
+    BadCredentials,
+    /// A service behind the gateway is unavailable; try again.
+    Unavailable,
+    /// Something failed on the server; it has been logged.
+    Internal,
+}
+
+impl ErrorCode {
+    /// The snake_case code.
+    pub fn as_str(self) -> &'static str {
+        macro_rules! codes {
+            ($($v:ident => $s:literal),* $(,)?) => {
+                match self { $(ErrorCode::$v => $s),* }
+            };
+        }
+        codes! {
+            BadJson => "bad_json", UnknownType => "unknown_type", BadField => "bad_field",
+            TooLarge => "too_large", RateLimited => "rate_limited",
+            Unauthenticated => "unauthenticated", AlreadyAuthenticated => "already_authenticated",
+            TokenMissing => "token_missing", TokenMalformed => "token_malformed",
+            TokenExpired => "token_expired", TokenInvalid => "token_invalid",
+            GameNotFound => "game_not_found", NotInGame => "not_in_game",
+            NotYourTurn => "not_your_turn", IllegalMove => "illegal_move", BadMove => "bad_move",
+            PromotionRequired => "promotion_required", PromotionPending => "promotion_pending",
+            NoPromotionPending => "no_promotion_pending", GameOver => "game_over",
+            GameNotStarted => "game_not_started", StaleVersion => "stale_version",
+            NoDrawOffer => "no_draw_offer", DrawAlreadyOffered => "draw_already_offered",
+            CannotAbort => "cannot_abort",
+            BoardNotFound => "board_not_found", BoardFull => "board_full",
+            BoardFinished => "board_finished", OwnBoard => "own_board", GuestRated => "guest_rated",
+            BadTimeControl => "bad_time_control", UsernameTaken => "username_taken",
+            BadUsername => "bad_username", WeakPassword => "weak_password",
+            BadCredentials => "bad_credentials", Unavailable => "unavailable", Internal => "internal",
+        }
+    }
+
+    /// Parses a snake_case code.
+    pub fn parse(s: &str) -> Option<ErrorCode> {
+        serde_json::from_value(serde_json::Value::String(s.to_owned())).ok()
+    }
+}
+
+impl std::fmt::Display for ErrorCode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn codes_match_their_serde_names() {
+        for code in [ErrorCode::BadJson, ErrorCode::TokenExpired, ErrorCode::StaleVersion, ErrorCode::Internal] {
+            let json = serde_json::to_string(&code).expect("serialises");
+            assert_eq!(json, format!("\"{}\"", code.as_str()));
+            assert_eq!(ErrorCode::parse(code.as_str()), Some(code));
+        }
+        assert_eq!(ErrorCode::parse("nope"), None);
+    }
+}

@@ -1,0 +1,298 @@
+//! Messages the server sends.
+
+use serde::{Deserialize, Serialize};
+
+use crate::{ClockSpec, ErrorCode, PlayerInfo};
+
+/// Everything a client can receive.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum ServerMessage {
+    /// First message on a new connection.
+    Welcome {
+        /// [`crate::PROTOCOL_VERSION`].
+        protocol: u32,
+    },
+    /// `auth` succeeded.
+    Authenticated {
+        /// Who the connection now speaks for.
+        player: PlayerInfo,
+    },
+    /// Answer to `ping`.
+    Pong {
+        /// The ping's id.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        id: Option<String>,
+    },
+    /// A message was refused; nothing changed, the connection stays usable.
+    Error {
+        /// The refused message's id.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        id: Option<String>,
+        /// The game it was about.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        game_id: Option<String>,
+        /// What went wrong.
+        code: ErrorCode,
+        /// In words, for people.
+        message: String,
+    },
+    /// A board was created.
+    BoardCreated {
+        /// The request's id.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        id: Option<String>,
+        /// Its game.
+        game_id: String,
+        /// The share code.
+        code: String,
+        /// An invite link carrying the code.
+        invite: String,
+        /// The creator's colour.
+        color: String,
+    },
+    /// The connection's player joined a board.
+    BoardJoined {
+        /// The request's id.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        id: Option<String>,
+        /// Its game.
+        game_id: String,
+        /// The joiner's colour.
+        color: String,
+    },
+    /// A game action was applied (or had been, for a duplicate).
+    Ack {
+        /// The action's id.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        id: Option<String>,
+        /// The game.
+        game_id: String,
+        /// The version the action produced.
+        version: u64,
+        /// The same `id` had already been applied; nothing changed now.
+        duplicate: bool,
+    },
+    /// `close` done: no more events of that game.
+    Closed {
+        /// The request's id.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        id: Option<String>,
+        /// The game.
+        game_id: String,
+    },
+    /// A whole game as the receiver may see it.
+    Game {
+        /// The game.
+        game_id: String,
+        /// Its version: the number of changes so far.
+        version: u64,
+        /// `white`, `black` or `spectator`.
+        seat: String,
+        /// The game.
+        game: Box<GameWire>,
+    },
+    /// One change of a game, as the receiver may see it. Versions are consecutive.
+    Event {
+        /// The game.
+        game_id: String,
+        /// This change's version.
+        version: u64,
+        /// What happened.
+        event: GameEvent,
+        /// Set when the game ended with this change.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        outcome: Option<OutcomeWire>,
+        /// Hidden chess, set when the game ended: the shuffle to check the commitment.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        shuffle: Option<ShuffleWire>,
+    },
+}
+
+/// How a game ended.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OutcomeWire {
+    /// `white`, `black`, `draw` or `aborted`.
+    pub result: String,
+    /// `checkmate`, `king-exploded`, `resignation`, `timeout`, `abandonment`, `stalemate`,
+    /// `repetition`, `fifty-moves`, `insufficient-material`, `agreement`,
+    /// `timeout-vs-insufficient-material` or `aborted`.
+    pub reason: String,
+}
+
+/// A published shuffle.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ShuffleWire {
+    /// Canonical layout string.
+    pub layout: String,
+    /// Salt, hex.
+    pub salt: String,
+    /// Commitment, hex.
+    pub commitment: String,
+}
+
+/// A revealed piece.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RevealWire {
+    /// Where it stands now.
+    pub square: String,
+    /// What it is.
+    pub role: String,
+}
+
+/// A captured piece as everyone saw it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CapturedWire {
+    /// Where it stood.
+    pub square: String,
+    /// The role it showed.
+    pub role: String,
+    /// Whether it was still hidden.
+    pub hidden: bool,
+}
+
+/// A captured hidden piece's identity, known to its capturer.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CapturedIdentityWire {
+    /// Where it was captured.
+    pub square: String,
+    /// What it was.
+    pub role: String,
+    /// On which half-move.
+    pub ply: u32,
+}
+
+/// One move of the public move list.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MoveWire {
+    /// UCI, with the promotion made.
+    pub uci: String,
+    /// What the move revealed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reveal: Option<RevealWire>,
+    /// What it captured.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub captured: Option<CapturedWire>,
+}
+
+/// A whole game for one audience.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GameWire {
+    /// `standard`, `hidden` or `atomic`.
+    pub variant: String,
+    /// Rated or casual.
+    pub rated: bool,
+    /// The clock, if any.
+    pub clock: Option<ClockSpec>,
+    /// `waiting`, `playing` or `finished`.
+    pub status: String,
+    /// White, once seated.
+    pub white: Option<PlayerInfo>,
+    /// Black, once seated.
+    pub black: Option<PlayerInfo>,
+    /// The position (hidden chess: hidden pieces as their apparent role, seventh field
+    /// listing them).
+    pub fen: String,
+    /// The side whose action is awaited.
+    pub turn: String,
+    /// Half-moves played.
+    pub ply: u32,
+    /// The public move list.
+    pub moves: Vec<MoveWire>,
+    /// The square of a pawn awaiting its promotion choice.
+    pub pending_promotion: Option<String>,
+    /// Identities this receiver captured (hidden chess; empty for spectators).
+    pub captured_identities: Vec<CapturedIdentityWire>,
+    /// A standing draw offer, by colour.
+    pub draw_offer: Option<String>,
+    /// Hidden chess: the commitment to the shuffle.
+    pub commitment: Option<String>,
+    /// The outcome, once over.
+    pub outcome: Option<OutcomeWire>,
+    /// Hidden chess, once over: the shuffle.
+    pub shuffle: Option<ShuffleWire>,
+}
+
+/// What happened in one change of a game.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum GameEvent {
+    /// The board was created (version 1).
+    Created {
+        /// The creator's colour.
+        color: String,
+        /// The creator.
+        player: PlayerInfo,
+    },
+    /// The second player joined; play starts.
+    Started {
+        /// White.
+        white: PlayerInfo,
+        /// Black.
+        black: PlayerInfo,
+        /// Hidden chess: the commitment to the shuffle.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        commitment: Option<String>,
+        /// The start position.
+        fen: String,
+    },
+    /// A move.
+    Move {
+        /// Its half-move number.
+        ply: u32,
+        /// Who moved.
+        color: String,
+        /// UCI, with the promotion made (none while pending).
+        uci: String,
+        /// A piece it revealed.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        reveal: Option<RevealWire>,
+        /// A piece it captured.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        captured: Option<CapturedWire>,
+        /// The captured hidden piece's identity: only in the capturer's own event.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        captured_identity: Option<String>,
+        /// Atomic: squares emptied by the explosion.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        exploded: Vec<String>,
+        /// The mover revealed a pawn on its last rank and must now choose its promotion.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        promotion_pending: bool,
+        /// The side to move is in check.
+        check: bool,
+        /// The position after the move.
+        fen: String,
+        /// The side whose action is awaited next.
+        turn: String,
+    },
+    /// A pending promotion was answered.
+    Promotion {
+        /// The half-move number.
+        ply: u32,
+        /// Who promoted.
+        color: String,
+        /// The completed move in UCI.
+        uci: String,
+        /// The piece chosen.
+        role: String,
+        /// The side to move is in check.
+        check: bool,
+        /// The position after.
+        fen: String,
+        /// The side to move next.
+        turn: String,
+    },
+    /// A player offered a draw.
+    DrawOffered {
+        /// Who.
+        by: String,
+    },
+    /// A player declined the draw offer.
+    DrawDeclined {
+        /// Who.
+        by: String,
+    },
+    /// The game ended without a move: resignation, agreement, abort, flag, claim.
+    Ended {},
+}
