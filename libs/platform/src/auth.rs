@@ -139,7 +139,10 @@ mod tests {
         let player = PlayerId::new();
         let token = k.issue(player, "ann", true).expect("sign");
         let claims = k.verify(&token).expect("valid");
-        assert_eq!((claims.sub, claims.name.as_str(), claims.guest), (player, "ann", true));
+        assert_eq!(
+            (claims.sub, claims.name.as_str(), claims.guest),
+            (player, "ann", true)
+        );
         let other = keys("fedcba9876543210fedcba9876543210");
         assert_eq!(other.verify(&token), Err(AuthError::BadSignature));
         assert_eq!(k.verify("not.a.jwt"), Err(AuthError::Malformed));

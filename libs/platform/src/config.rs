@@ -6,7 +6,11 @@ use std::time::Duration;
 #[derive(Debug, Clone, clap::Args)]
 pub struct RedisArgs {
     /// Redis URL.
-    #[arg(long, env = "FRONTIER_REDIS_URL", default_value = "redis://127.0.0.1:6379")]
+    #[arg(
+        long,
+        env = "FRONTIER_REDIS_URL",
+        default_value = "redis://127.0.0.1:6379"
+    )]
     pub redis_url: String,
 }
 
@@ -14,7 +18,11 @@ pub struct RedisArgs {
 #[derive(Debug, Clone, clap::Args)]
 pub struct NatsArgs {
     /// NATS URL (JetStream must be enabled on the server).
-    #[arg(long, env = "FRONTIER_NATS_URL", default_value = "nats://127.0.0.1:4222")]
+    #[arg(
+        long,
+        env = "FRONTIER_NATS_URL",
+        default_value = "nats://127.0.0.1:4222"
+    )]
     pub nats_url: String,
 }
 
@@ -51,7 +59,11 @@ pub struct JwtArgs {
 
 impl std::fmt::Debug for JwtArgs {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "JwtArgs {{ jwt_secret: <secret>, jwt_ttl: {:?} }}", self.jwt_ttl)
+        write!(
+            f,
+            "JwtArgs {{ jwt_secret: <secret>, jwt_ttl: {:?} }}",
+            self.jwt_ttl
+        )
     }
 }
 

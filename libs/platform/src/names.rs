@@ -67,7 +67,10 @@ impl Namespace {
     /// The JetStream stream holding finished games: `<PREFIX>_GAMES` (stream names take no
     /// dots).
     pub fn finished_games_stream(&self) -> String {
-        format!("{}_GAMES", self.prefix.to_ascii_uppercase().replace('-', "_"))
+        format!(
+            "{}_GAMES",
+            self.prefix.to_ascii_uppercase().replace('-', "_")
+        )
     }
 
     /// Redis key of a game's state (a hash: `v` version, `s` state). The id is a hash tag,
@@ -94,7 +97,9 @@ mod tests {
     #[test]
     fn names_derive_from_the_prefix() {
         let ns = Namespace::new("t-1").expect("valid");
-        let id: GameId = "0190c6a0-0000-7000-8000-000000000001".parse().expect("uuid");
+        let id: GameId = "0190c6a0-0000-7000-8000-000000000001"
+            .parse()
+            .expect("uuid");
         assert_eq!(
             ns.game_subject(&id, AudienceSubject::Black),
             "t-1.game.0190c6a0-0000-7000-8000-000000000001.black"

@@ -27,6 +27,11 @@ impl Shutdown {
         self.0.cancelled().await;
     }
 
+    /// Resolves once it is tripped (an owned future, for APIs that take `'static`).
+    pub async fn wait_owned(self) {
+        self.0.cancelled_owned().await
+    }
+
     /// A child signal: tripped with this one, or on its own.
     pub fn child(&self) -> Shutdown {
         Shutdown(self.0.child_token())

@@ -129,7 +129,12 @@ mod tests {
 
     #[test]
     fn codes_match_their_serde_names() {
-        for code in [ErrorCode::BadJson, ErrorCode::TokenExpired, ErrorCode::StaleVersion, ErrorCode::Internal] {
+        for code in [
+            ErrorCode::BadJson,
+            ErrorCode::TokenExpired,
+            ErrorCode::StaleVersion,
+            ErrorCode::Internal,
+        ] {
             let json = serde_json::to_string(&code).expect("serialises");
             assert_eq!(json, format!("\"{}\"", code.as_str()));
             assert_eq!(ErrorCode::parse(code.as_str()), Some(code));

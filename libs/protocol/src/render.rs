@@ -5,11 +5,11 @@
 use frontier_rules::{Audience, Color, MoveEvent, Outcome, PublishedShuffle, Role, Square, View};
 use serde::{Deserialize, Serialize};
 
+use crate::ClockSpec;
 use crate::server::{
     CapturedIdentityWire, CapturedWire, GameEvent, GameWire, MoveWire, OutcomeWire, RevealWire,
     ServerMessage, ShuffleWire,
 };
-use crate::ClockSpec;
 
 /// A player as everyone sees them. A bot is always labelled.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -282,7 +282,7 @@ pub fn render_event(
     to_json(&ServerMessage::Event {
         game_id: game_id.to_owned(),
         version,
-        event,
+        event: Box::new(event),
         outcome: outcome.map(outcome_wire),
         shuffle: shuffle.map(shuffle_wire),
     })

@@ -99,7 +99,7 @@ pub enum ServerMessage {
         /// This change's version.
         version: u64,
         /// What happened.
-        event: GameEvent,
+        event: Box<GameEvent>,
         /// Set when the game ended with this change.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         outcome: Option<OutcomeWire>,

@@ -231,6 +231,15 @@ impl Shuffle {
         })
     }
 
+    /// A chosen layout with a random salt (test-only server configuration fixes layouts
+    /// this way; the salt keeps the commitment hiding).
+    pub fn with_random_salt(layout: Layout) -> Result<Shuffle, RandomError> {
+        Ok(Shuffle {
+            layout,
+            salt: random_bytes()?,
+        })
+    }
+
     /// A chosen layout and salt (tests, and test-only server configuration).
     pub fn new(layout: Layout, salt: [u8; 32]) -> Shuffle {
         Shuffle { layout, salt }

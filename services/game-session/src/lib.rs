@@ -1,1 +1,113 @@
-//! placeholder
+//! game-session: the authority over live games.
+//!
+//! Any instance serves any game. A game's state lives in Redis (one key per game, with a
+//! version); every change is a compare-and-set, so two instances racing on one game can
+//! never both apply a change. What happened is published on NATS, one subject per audience,
+//! so a hidden piece's identity only ever travels on the subject of the player entitled to
+//! it; finished games go to a JetStream stream through an outbox, so none is lost.
+
+pub mod bus;
+pub mod config;
+pub mod engine;
+pub mod error;
+pub mod grpc;
+pub mod service;
+pub mod store;
+
+use std::sync::Arc;
+
+use anyhow::Context as _;
+use frontier_platform::{Namespace, Shutdown};
+use frontier_proto::gamesession::v1::game_session_server::GameSessionServer;
+use tokio::net::TcpListener;
+
+pub use config::Config;
+pub use service::{GameService, Settings};
+
+use crate::bus::{EventBus, NatsBus};
+use crate::service::{Clock, FixedLayout, LayoutSource, RandomLayouts, SystemClock};
+use crate::store::{GameStore, RedisStore};
+
+/// Builds the service from configuration: connects to Redis and NATS.
+pub async fn build(config: &Config) -> anyhow::Result<Arc<GameService<RedisStore, NatsBus>>> {
+    let ns = Namespace::new(&config.namespace.namespace).map_err(anyhow::Error::msg)?;
+    let store = RedisStore::connect(&config.redis.redis_url, ns.clone())
+        .await
+        .context("connecting to Redis")?;
+    let bus = NatsBus::connect(&config.nats.nats_url, ns)
+        .await
+        .context("connecting to NATS")?;
+    let layouts: Arc<dyn LayoutSource> = match &config.test_fixed_layout {
+        Some(layout) => {
+            tracing::warn!("TEST ONLY: every hidden game uses a fixed layout");
+            Arc::new(FixedLayout(
+                frontier_rules::Layout::from_canonical(layout).context("test fixed layout")?,
+            ))
+        }
+        None => Arc::new(RandomLayouts),
+    };
+    let clock: Arc<dyn Clock> = Arc::new(SystemClock);
+    let settings = Settings {
+        min_clock_seconds: config.test_min_clock_seconds,
+        ..Settings::default()
+    };
+    Ok(Arc::new(GameService::new(
+        store, bus, clock, layouts, settings,
+    )))
+}
+
+/// Serves `service` on `listener` until `shutdown`; also runs the outbox sweeper.
+pub async fn serve<S: GameStore, B: EventBus>(
+    listener: TcpListener,
+    service: Arc<GameService<S, B>>,
+    outbox_interval: std::time::Duration,
+    shutdown: Shutdown,
+) -> anyhow::Result<()> {
+    let sweeper = {
+        let service = service.clone();
+        let shutdown = shutdown.clone();
+        tokio::spawn(async move {
+            let mut tick = tokio::time::interval(outbox_interval);
+            loop {
+                tokio::select! {
+                    _ = shutdown.wait() => break,
+                    _ = tick.tick() => {
+                        if let Err(e) = service.flush_outbox().await {
+                            tracing::warn!(error = %e, "outbox sweep failed");
+                        }
+                    }
+                }
+            }
+        })
+    };
+    let incoming = tokio_stream_listener(listener);
+    let result = tonic::transport::Server::builder()
+        .add_service(GameSessionServer::new(grpc::GrpcGameSession::new(service)))
+        .serve_with_incoming_shutdown(incoming, shutdown.clone().wait_owned())
+        .await;
+    shutdown.trigger();
+    let _ = sweeper.await;
+    result.context("gRPC server")
+}
+
+fn tokio_stream_listener(
+    listener: TcpListener,
+) -> impl futures_util::Stream<Item = std::io::Result<tokio::net::TcpStream>> {
+    futures_util::stream::unfold(listener, |listener| async move {
+        let accepted = listener.accept().await.map(|(stream, _)| {
+            let _ = stream.set_nodelay(true);
+            stream
+        });
+        Some((accepted, listener))
+    })
+}
+
+/// Runs game-session from configuration until `shutdown`.
+pub async fn run(config: Config, shutdown: Shutdown) -> anyhow::Result<()> {
+    let service = build(&config).await?;
+    let listener = TcpListener::bind(config.listen)
+        .await
+        .with_context(|| format!("binding {}", config.listen))?;
+    tracing::info!(addr = %listener.local_addr()?, "game-session listening");
+    serve(listener, service, config.outbox_interval, shutdown).await
+}

@@ -1,0 +1,226 @@
+//! Where game events go: per-audience subjects on NATS for live delivery, and the
+//! JetStream stream of finished games. [`NatsBus`] for real deployments, [`MemoryBus`] for
+//! unit tests and the single-process mode.
+
+use std::future::Future;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use async_nats::jetstream;
+use bytes::Bytes;
+use frontier_platform::names::AudienceSubject;
+use frontier_platform::{GameId, Namespace};
+use tokio::sync::broadcast;
+
+/// Header carrying an event's version on NATS.
+pub const VERSION_HEADER: &str = "Frontier-Version";
+
+/// A messaging failure.
+#[derive(Debug, thiserror::Error)]
+#[error("event bus: {0}")]
+pub struct BusError(pub String);
+
+/// One event rendered for each audience.
+#[derive(Debug, Clone)]
+pub struct AudienceFrames {
+    /// The version.
+    pub version: u64,
+    /// White's frame.
+    pub white: Bytes,
+    /// Black's frame.
+    pub black: Bytes,
+    /// The public frame.
+    pub public: Bytes,
+}
+
+impl AudienceFrames {
+    /// The frame for one audience subject.
+    pub fn for_subject(&self, audience: AudienceSubject) -> &Bytes {
+        match audience {
+            AudienceSubject::White => &self.white,
+            AudienceSubject::Black => &self.black,
+            AudienceSubject::Public => &self.public,
+        }
+    }
+}
+
+/// Publishing of game events.
+pub trait EventBus: Send + Sync + 'static {
+    /// Publishes each audience's frame on its own subject (at most once: subscribers fill
+    /// gaps from the event log).
+    fn publish_game_event(
+        &self,
+        game: &GameId,
+        frames: &AudienceFrames,
+    ) -> impl Future<Output = Result<(), BusError>> + Send;
+
+    /// Appends a finished game's record to the stream and waits for the stream's
+    /// acknowledgement. The game id is the message id, so a repeat is dropped.
+    fn publish_finished(
+        &self,
+        game: &GameId,
+        record: Bytes,
+    ) -> impl Future<Output = Result<(), BusError>> + Send;
+}
+
+/// NATS and JetStream.
+#[derive(Clone)]
+pub struct NatsBus {
+    client: async_nats::Client,
+    jetstream: jetstream::Context,
+    ns: Namespace,
+}
+
+impl NatsBus {
+    /// Connects and makes sure the finished-games stream exists.
+    pub async fn connect(url: &str, ns: Namespace) -> Result<NatsBus, BusError> {
+        let client = async_nats::connect(url)
+            .await
+            .map_err(|e| BusError(e.to_string()))?;
+        NatsBus::with_client(client, ns).await
+    }
+
+    /// Uses an existing connection.
+    pub async fn with_client(
+        client: async_nats::Client,
+        ns: Namespace,
+    ) -> Result<NatsBus, BusError> {
+        let jetstream = jetstream::new(client.clone());
+        ensure_finished_stream(&jetstream, &ns).await?;
+        Ok(NatsBus {
+            client,
+            jetstream,
+            ns,
+        })
+    }
+}
+
+/// Creates the finished-games stream if missing: file storage, kept 30 days, duplicates
+/// (same game id) dropped within two minutes.
+pub async fn ensure_finished_stream(
+    js: &jetstream::Context,
+    ns: &Namespace,
+) -> Result<(), BusError> {
+    js.get_or_create_stream(jetstream::stream::Config {
+        name: ns.finished_games_stream(),
+        subjects: vec![ns.finished_games_subject()],
+        storage: jetstream::stream::StorageType::File,
+        max_age: Duration::from_secs(30 * 24 * 3600),
+        duplicate_window: Duration::from_secs(120),
+        ..Default::default()
+    })
+    .await
+    .map_err(|e| BusError(format!("finished-games stream: {e}")))?;
+    Ok(())
+}
+
+impl EventBus for NatsBus {
+    async fn publish_game_event(
+        &self,
+        game: &GameId,
+        frames: &AudienceFrames,
+    ) -> Result<(), BusError> {
+        for audience in [
+            AudienceSubject::White,
+            AudienceSubject::Black,
+            AudienceSubject::Public,
+        ] {
+            let mut headers = async_nats::HeaderMap::new();
+            headers.insert(VERSION_HEADER, frames.version.to_string().as_str());
+            self.client
+                .publish_with_headers(
+                    self.ns.game_subject(game, audience),
+                    headers,
+                    frames.for_subject(audience).clone(),
+                )
+                .await
+                .map_err(|e| BusError(e.to_string()))?;
+        }
+        Ok(())
+    }
+
+    async fn publish_finished(&self, game: &GameId, record: Bytes) -> Result<(), BusError> {
+        let mut headers = async_nats::HeaderMap::new();
+        headers.insert("Nats-Msg-Id", game.to_string().as_str());
+        self.jetstream
+            .publish_with_headers(self.ns.finished_games_subject(), headers, record)
+            .await
+            .map_err(|e| BusError(e.to_string()))?
+            .await
+            .map_err(|e| BusError(e.to_string()))?;
+        Ok(())
+    }
+}
+
+/// A published event, as the in-memory bus delivers it.
+#[derive(Debug, Clone)]
+pub struct MemoryEvent {
+    /// The subject it went to.
+    pub subject: String,
+    /// Its version.
+    pub version: u64,
+    /// Its frame.
+    pub frame: Bytes,
+}
+
+/// In-process delivery: a broadcast channel of every event, and a list of finished games.
+#[derive(Clone)]
+pub struct MemoryBus {
+    ns: Namespace,
+    events: broadcast::Sender<MemoryEvent>,
+    finished: Arc<Mutex<Vec<(GameId, Bytes)>>>,
+}
+
+impl MemoryBus {
+    /// A bus with room for `capacity` undelivered events per subscriber.
+    pub fn new(ns: Namespace, capacity: usize) -> MemoryBus {
+        MemoryBus {
+            ns,
+            events: broadcast::channel(capacity.max(1)).0,
+            finished: Arc::default(),
+        }
+    }
+
+    /// Receives every event published from now on.
+    pub fn subscribe(&self) -> broadcast::Receiver<MemoryEvent> {
+        self.events.subscribe()
+    }
+
+    /// Finished-game records published so far (duplicates dropped, as JetStream does).
+    pub fn finished(&self) -> Vec<(GameId, Bytes)> {
+        self.finished
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+}
+
+impl EventBus for MemoryBus {
+    async fn publish_game_event(
+        &self,
+        game: &GameId,
+        frames: &AudienceFrames,
+    ) -> Result<(), BusError> {
+        for audience in [
+            AudienceSubject::White,
+            AudienceSubject::Black,
+            AudienceSubject::Public,
+        ] {
+            // No receiver is not an error: nobody is watching.
+            let _ = self.events.send(MemoryEvent {
+                subject: self.ns.game_subject(game, audience),
+                version: frames.version,
+                frame: frames.for_subject(audience).clone(),
+            });
+        }
+        Ok(())
+    }
+
+    async fn publish_finished(&self, game: &GameId, record: Bytes) -> Result<(), BusError> {
+        let mut finished = self.finished.lock().unwrap_or_else(|p| p.into_inner());
+        if !finished.iter().any(|(g, _)| g == game) {
+            finished.push((*game, record));
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,44 @@
+//! game-session's configuration.
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use frontier_platform::config::{NamespaceArgs, NatsArgs, RedisArgs, parse_duration};
+
+/// game-session: the authority over live games.
+#[derive(Debug, Clone, clap::Parser)]
+#[command(name = "game-session", version)]
+pub struct Config {
+    /// Address the gRPC server listens on.
+    #[arg(
+        long,
+        env = "FRONTIER_GAME_SESSION_LISTEN",
+        default_value = "127.0.0.1:50051"
+    )]
+    pub listen: SocketAddr,
+    /// Redis.
+    #[command(flatten)]
+    pub redis: RedisArgs,
+    /// NATS.
+    #[command(flatten)]
+    pub nats: NatsArgs,
+    /// Namespace.
+    #[command(flatten)]
+    pub namespace: NamespaceArgs,
+    /// How often finished games not yet acknowledged by the stream are sent again.
+    #[arg(long, env = "FRONTIER_OUTBOX_INTERVAL", default_value = "5s", value_parser = parse_duration)]
+    pub outbox_interval: Duration,
+    /// TEST ONLY: give every hidden game this layout (canonical form, e.g.
+    /// `RNBQBNRPPPPPPPP/rnbqbnrpppppppp`). Never set in production: it makes the shuffle
+    /// known in advance. No client can reach this setting.
+    #[arg(long, env = "FRONTIER_TEST_FIXED_LAYOUT", hide = true)]
+    pub test_fixed_layout: Option<String>,
+    /// TEST ONLY: the shortest clock base time accepted, in seconds (production: 60).
+    #[arg(
+        long,
+        env = "FRONTIER_TEST_MIN_CLOCK_SECONDS",
+        hide = true,
+        default_value_t = 60
+    )]
+    pub test_min_clock_seconds: u32,
+}

@@ -1,0 +1,708 @@
+//! The domain core of game-session: a game's stored record (players, phase, the rules
+//! state, the move record) and what each action does to it, rendered for each audience.
+//! No I/O: the service loads, calls this, and compare-and-sets the result.
+
+use bytes::Bytes;
+use frontier_proto::games::v1 as games;
+use frontier_proto::gamesession::storage::v1 as storage;
+use frontier_protocol::{
+    ErrorCode, EventRender, GameMeta, PlayerInfo, PublicMove, Status, render_event, render_view,
+};
+use frontier_rules::{
+    Audience, ByColor, CapturedIdentity, Color, Game, GameSnapshot, MoveReport, Outcome, PlayError,
+    Role, Shuffle, Square, UciMove, Variant,
+};
+use prost::Message as _;
+
+use crate::bus::AudienceFrames;
+use crate::error::SessionError;
+
+/// How many action ids per seat are remembered for duplicate detection.
+const RECENT_ACTIONS: usize = 32;
+
+/// A player action.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Action {
+    /// A move in UCI.
+    Move(String),
+    /// A promotion choice.
+    Promote(Role),
+    /// Resignation.
+    Resign,
+    /// Draw offer (accepts a standing offer by the opponent).
+    OfferDraw,
+    /// Acceptance of the opponent's draw offer.
+    AcceptDraw,
+    /// Refusal of the opponent's draw offer.
+    DeclineDraw,
+    /// Abort (fewer than two moves made, or the board still waiting).
+    Abort,
+}
+
+/// The result of an action: the event as each audience sees it, and whether the game ended.
+#[derive(Debug, Clone)]
+pub struct Change {
+    /// The frames, already at the new version.
+    pub frames: AudienceFrames,
+    /// The game is over now.
+    pub finished: bool,
+}
+
+/// A game's full server-side record.
+pub struct Record {
+    stored: storage::StoredGame,
+    game: Game,
+}
+
+fn client(code: ErrorCode, message: impl Into<String>) -> SessionError {
+    SessionError::Client(code, message.into())
+}
+
+/// Proto variant to rules variant.
+pub fn variant_from_proto(v: i32) -> Option<Variant> {
+    match games::Variant::try_from(v).ok()? {
+        games::Variant::Standard => Some(Variant::Standard),
+        games::Variant::Hidden => Some(Variant::Hidden),
+        games::Variant::Atomic => Some(Variant::Atomic),
+        games::Variant::Unspecified => None,
+    }
+}
+
+/// Rules variant to proto variant.
+pub fn variant_to_proto(v: Variant) -> games::Variant {
+    match v {
+        Variant::Standard => games::Variant::Standard,
+        Variant::Hidden => games::Variant::Hidden,
+        Variant::Atomic => games::Variant::Atomic,
+    }
+}
+
+/// A proto player as the protocol shows it.
+pub fn player_info(p: &games::Player) -> PlayerInfo {
+    PlayerInfo {
+        id: p.id.clone(),
+        name: p.name.clone(),
+        guest: p.guest,
+        bot: p.bot,
+    }
+}
+
+fn captured_to_stored(list: &[CapturedIdentity]) -> Vec<storage::CapturedIdentity> {
+    list.iter()
+        .map(|c| storage::CapturedIdentity {
+            square: c.square.to_string(),
+            role: c.role.char().to_string(),
+            ply: c.ply,
+        })
+        .collect()
+}
+
+fn captured_from_stored(
+    list: &[storage::CapturedIdentity],
+) -> Result<Vec<CapturedIdentity>, SessionError> {
+    list.iter()
+        .map(|c| {
+            Ok(CapturedIdentity {
+                square: Square::parse(&c.square).ok_or_else(|| corrupt("captured square"))?,
+                role: c
+                    .role
+                    .chars()
+                    .next()
+                    .and_then(Role::from_char)
+                    .ok_or_else(|| corrupt("captured role"))?,
+                ply: c.ply,
+            })
+        })
+        .collect()
+}
+
+fn corrupt(what: &str) -> SessionError {
+    SessionError::Corrupt(format!("stored game: bad {what}"))
+}
+
+fn role_from_name(name: &str) -> Option<Role> {
+    Role::ALL.into_iter().find(|r| r.name() == name)
+}
+
+impl Record {
+    /// A new private board, waiting for its second player (version 1 is its creation).
+    #[allow(clippy::too_many_arguments)]
+    pub fn new_board(
+        id: &str,
+        creator: games::Player,
+        creator_color: Color,
+        variant: Variant,
+        rated: bool,
+        time_control: Option<games::TimeControl>,
+        shuffle: Option<Shuffle>,
+        code: &str,
+        now_ms: i64,
+    ) -> Record {
+        let game = match (variant, shuffle) {
+            (Variant::Hidden, Some(shuffle)) => Game::new_hidden(shuffle),
+            _ => Game::from_position(frontier_rules::Position::new(variant)),
+        };
+        let start_fen = game.position().fen();
+        let commitment = game.commitment().map(|c| c.to_hex()).unwrap_or_default();
+        let (white, black) = match creator_color {
+            Color::White => (Some(creator.clone()), None),
+            Color::Black => (None, Some(creator.clone())),
+        };
+        let mut record = Record {
+            stored: storage::StoredGame {
+                id: id.to_owned(),
+                variant: variant_to_proto(variant) as i32,
+                rated,
+                time_control,
+                white,
+                black,
+                code: code.to_owned(),
+                phase: storage::Phase::Waiting as i32,
+                created_at_ms: now_ms,
+                creator_id: creator.id,
+                commitment,
+                start_fen,
+                ..Default::default()
+            },
+            game,
+        };
+        record.sync_snapshot();
+        record
+    }
+
+    /// Reads a stored record.
+    pub fn decode(bytes: &[u8]) -> Result<Record, SessionError> {
+        let stored = storage::StoredGame::decode(bytes)
+            .map_err(|e| SessionError::Corrupt(format!("stored game: {e}")))?;
+        let variant = variant_from_proto(stored.variant).ok_or_else(|| corrupt("variant"))?;
+        let shuffle = if stored.layout.is_empty() {
+            None
+        } else {
+            let salt: [u8; 32] = stored
+                .salt
+                .as_slice()
+                .try_into()
+                .map_err(|_| corrupt("salt"))?;
+            Some((stored.layout.clone(), salt))
+        };
+        let snapshot = GameSnapshot {
+            variant,
+            fen: stored.fen.clone(),
+            shuffle,
+            captured: ByColor {
+                white: captured_from_stored(&stored.captured_by_white)?,
+                black: captured_from_stored(&stored.captured_by_black)?,
+            },
+            history: stored.history.clone(),
+            pending: if stored.pending.is_empty() {
+                None
+            } else {
+                Some(
+                    stored
+                        .pending
+                        .parse::<UciMove>()
+                        .map_err(|_| corrupt("pending move"))?,
+                )
+            },
+            outcome: (!stored.outcome.is_empty()).then(|| stored.outcome.clone()),
+            ply: stored.ply,
+        };
+        let game = Game::restore(snapshot).map_err(|e| SessionError::Corrupt(e.to_string()))?;
+        Ok(Record { stored, game })
+    }
+
+    fn sync_snapshot(&mut self) {
+        let snap = self.game.snapshot();
+        let s = &mut self.stored;
+        s.fen = snap.fen;
+        if let Some((layout, salt)) = snap.shuffle {
+            s.layout = layout;
+            s.salt = salt.to_vec();
+        }
+        s.captured_by_white = captured_to_stored(&snap.captured.white);
+        s.captured_by_black = captured_to_stored(&snap.captured.black);
+        s.history = snap.history;
+        s.pending = snap.pending.map(|m| m.to_string()).unwrap_or_default();
+        s.outcome = snap.outcome.unwrap_or_default();
+        s.ply = snap.ply;
+    }
+
+    /// The stored form.
+    pub fn encode(&mut self) -> Bytes {
+        self.sync_snapshot();
+        Bytes::from(self.stored.encode_to_vec())
+    }
+
+    /// The game's id.
+    pub fn id(&self) -> &str {
+        &self.stored.id
+    }
+
+    /// The share code.
+    pub fn code(&self) -> &str {
+        &self.stored.code
+    }
+
+    /// The rules game.
+    pub fn game(&self) -> &Game {
+        &self.game
+    }
+
+    /// Whether the game is over.
+    pub fn is_finished(&self) -> bool {
+        self.stored.phase == storage::Phase::Finished as i32
+    }
+
+    /// The seat of this player, or spectator.
+    pub fn seat_of(&self, player_id: &str) -> Audience {
+        if player_id.is_empty() {
+            return Audience::Spectator;
+        }
+        for color in Color::ALL {
+            if self.player(color).is_some_and(|p| p.id == player_id) {
+                return Audience::Player(color);
+            }
+        }
+        Audience::Spectator
+    }
+
+    fn player(&self, color: Color) -> Option<&games::Player> {
+        match color {
+            Color::White => self.stored.white.as_ref(),
+            Color::Black => self.stored.black.as_ref(),
+        }
+    }
+
+    fn recent(&mut self, color: Color) -> &mut Vec<storage::RecentAction> {
+        match color {
+            Color::White => &mut self.stored.recent_white,
+            Color::Black => &mut self.stored.recent_black,
+        }
+    }
+
+    /// The version at which this seat's action `id` was applied, if it was.
+    pub fn applied_action(&self, color: Color, id: &str) -> Option<u64> {
+        let list = match color {
+            Color::White => &self.stored.recent_white,
+            Color::Black => &self.stored.recent_black,
+        };
+        list.iter().find(|a| a.id == id).map(|a| a.version)
+    }
+
+    /// Remembers that this seat's action `id` produced `version`.
+    pub fn remember_action(&mut self, color: Color, id: &str, version: u64) {
+        if id.is_empty() {
+            return;
+        }
+        let list = self.recent(color);
+        list.push(storage::RecentAction {
+            id: id.to_owned(),
+            version,
+        });
+        if list.len() > RECENT_ACTIONS {
+            let excess = list.len() - RECENT_ACTIONS;
+            list.drain(..excess);
+        }
+    }
+
+    fn status(&self) -> Status {
+        match storage::Phase::try_from(self.stored.phase) {
+            Ok(storage::Phase::Playing) => Status::Playing,
+            Ok(storage::Phase::Finished) => Status::Finished,
+            _ => Status::Waiting,
+        }
+    }
+
+    fn meta(&self) -> GameMeta {
+        GameMeta {
+            variant: self.game.variant().name(),
+            rated: self.stored.rated,
+            clock: self
+                .stored
+                .time_control
+                .map(|tc| frontier_protocol::ClockSpec {
+                    minutes: tc.initial_seconds / 60,
+                    increment: tc.increment_seconds,
+                }),
+            status: self.status(),
+            white: self.stored.white.as_ref().map(player_info),
+            black: self.stored.black.as_ref().map(player_info),
+            draw_offer: match self.stored.draw_offer {
+                1 => Some(Color::White),
+                2 => Some(Color::Black),
+                _ => None,
+            },
+        }
+    }
+
+    fn public_moves(&self) -> Vec<PublicMove> {
+        self.stored
+            .moves
+            .iter()
+            .map(|m| PublicMove {
+                uci: m.uci.clone(),
+                reveal: Square::parse(&m.reveal_square).zip(role_from_name(&m.reveal_role)),
+                captured: Square::parse(&m.captured_square)
+                    .zip(role_from_name(&m.captured_role))
+                    .map(|(sq, role)| (sq, role, m.captured_was_hidden)),
+            })
+            .collect()
+    }
+
+    /// The `game` frame for one audience at `version`.
+    pub fn view_frame(&self, version: u64, audience: Audience) -> String {
+        render_view(
+            self.id(),
+            version,
+            &self.meta(),
+            &self.game.view(audience),
+            &self.public_moves(),
+        )
+    }
+
+    fn frames(&self, version: u64, render: impl Fn(Audience) -> String) -> AudienceFrames {
+        AudienceFrames {
+            version,
+            white: Bytes::from(render(Audience::Player(Color::White))),
+            black: Bytes::from(render(Audience::Player(Color::Black))),
+            public: Bytes::from(render(Audience::Spectator)),
+        }
+    }
+
+    /// The frames of a non-move event at `version`.
+    fn simple_event(&self, version: u64, event: &EventRender<'_>) -> AudienceFrames {
+        let outcome = self.game.outcome();
+        let shuffle = self.game.published_shuffle();
+        self.frames(version, |_| {
+            render_event(
+                self.id(),
+                version,
+                event,
+                outcome.as_ref(),
+                shuffle.as_ref(),
+            )
+        })
+    }
+
+    /// The creation event (version 1).
+    pub fn created_frames(&self) -> AudienceFrames {
+        let (color, player) = match (&self.stored.white, &self.stored.black) {
+            (Some(p), _) => (Color::White, player_info(p)),
+            (None, Some(p)) => (Color::Black, player_info(p)),
+            (None, None) => (
+                Color::White,
+                PlayerInfo {
+                    id: String::new(),
+                    name: String::new(),
+                    guest: true,
+                    bot: false,
+                },
+            ),
+        };
+        self.simple_event(
+            1,
+            &EventRender::Created {
+                color,
+                player: &player,
+            },
+        )
+    }
+
+    /// Seats `player` in the free colour; the game starts.
+    pub fn join(
+        &mut self,
+        player: games::Player,
+        version: u64,
+        now_ms: i64,
+    ) -> Result<(Color, Change), SessionError> {
+        if self.is_finished() {
+            return Err(client(
+                ErrorCode::BoardFinished,
+                "that board's game is over",
+            ));
+        }
+        if let Audience::Player(color) = self.seat_of(&player.id) {
+            if self.status() == Status::Waiting {
+                return Err(client(
+                    ErrorCode::OwnBoard,
+                    "you cannot join your own board",
+                ));
+            }
+            // Joining again is answered with the seat already held.
+            return Err(SessionError::AlreadySeated(color));
+        }
+        if self.status() != Status::Waiting {
+            return Err(client(
+                ErrorCode::BoardFull,
+                "that board already has two players",
+            ));
+        }
+        if self.stored.rated && player.guest {
+            return Err(client(
+                ErrorCode::GuestRated,
+                "guests play casual games only; sign up to play rated",
+            ));
+        }
+        let color = if self.stored.white.is_none() {
+            self.stored.white = Some(player);
+            Color::White
+        } else {
+            self.stored.black = Some(player);
+            Color::Black
+        };
+        self.stored.phase = storage::Phase::Playing as i32;
+        self.stored.started_at_ms = now_ms;
+        let (Some(white), Some(black)) = (&self.stored.white, &self.stored.black) else {
+            return Err(SessionError::Internal(
+                "a started game has both players".into(),
+            ));
+        };
+        let (white, black) = (player_info(white), player_info(black));
+        let render = EventRender::Started {
+            white: &white,
+            black: &black,
+            commitment: self.game.commitment().map(|c| c.to_hex()),
+            fen: self.game.position().fen(),
+        };
+        let frames = self.simple_event(version, &render);
+        Ok((
+            color,
+            Change {
+                frames,
+                finished: false,
+            },
+        ))
+    }
+
+    /// Applies `seat`'s action, producing version `version`.
+    pub fn apply(
+        &mut self,
+        seat: Color,
+        action: &Action,
+        version: u64,
+        now_ms: i64,
+    ) -> Result<Change, SessionError> {
+        match self.status() {
+            Status::Finished => return Err(client(ErrorCode::GameOver, "the game is over")),
+            Status::Waiting if *action == Action::Abort => {
+                self.game.abort().map_err(play_error)?;
+                return Ok(self.finish(version, now_ms, &EventRender::Ended));
+            }
+            Status::Waiting => {
+                return Err(client(
+                    ErrorCode::GameNotStarted,
+                    "the game has not started: waiting for the second player",
+                ));
+            }
+            Status::Playing => {}
+        }
+        let change = match action {
+            Action::Move(uci) => {
+                if self.game.side_to_act() != seat {
+                    return Err(client(ErrorCode::NotYourTurn, "it is your opponent's turn"));
+                }
+                let report = self.game.play_uci(uci).map_err(play_error)?;
+                // A move answers any standing draw offer: declined.
+                self.stored.draw_offer = 0;
+                self.record_move(&report, now_ms);
+                self.move_change(&report, version, now_ms)
+            }
+            Action::Promote(role) => {
+                if self.game.pending_promotion().is_none() || self.game.side_to_act() != seat {
+                    return Err(client(
+                        ErrorCode::NoPromotionPending,
+                        "no promotion choice is awaited from you",
+                    ));
+                }
+                let report = self.game.choose_promotion(*role).map_err(play_error)?;
+                if let Some(last) = self.stored.moves.last_mut() {
+                    last.uci = report.for_audience(Audience::Spectator).uci.to_string();
+                }
+                self.move_change(&report, version, now_ms)
+            }
+            Action::Resign => {
+                self.game.resign(seat).map_err(play_error)?;
+                self.finish(version, now_ms, &EventRender::Ended)
+            }
+            Action::OfferDraw => {
+                let mine = color_code(seat);
+                if self.stored.draw_offer == mine {
+                    return Err(client(
+                        ErrorCode::DrawAlreadyOffered,
+                        "you already offered a draw",
+                    ));
+                }
+                if self.stored.draw_offer == color_code(!seat) {
+                    return self.accept_draw(version, now_ms);
+                }
+                self.stored.draw_offer = mine;
+                Change {
+                    frames: self.simple_event(version, &EventRender::DrawOffered(seat)),
+                    finished: false,
+                }
+            }
+            Action::AcceptDraw => {
+                if self.stored.draw_offer != color_code(!seat) {
+                    return Err(client(
+                        ErrorCode::NoDrawOffer,
+                        "your opponent has not offered a draw",
+                    ));
+                }
+                return self.accept_draw(version, now_ms);
+            }
+            Action::DeclineDraw => {
+                if self.stored.draw_offer != color_code(!seat) {
+                    return Err(client(
+                        ErrorCode::NoDrawOffer,
+                        "your opponent has not offered a draw",
+                    ));
+                }
+                self.stored.draw_offer = 0;
+                Change {
+                    frames: self.simple_event(version, &EventRender::DrawDeclined(seat)),
+                    finished: false,
+                }
+            }
+            Action::Abort => {
+                if self.stored.moves.len() >= 2 {
+                    return Err(client(
+                        ErrorCode::CannotAbort,
+                        "a game may be aborted only before both sides have moved",
+                    ));
+                }
+                self.game.abort().map_err(play_error)?;
+                self.finish(version, now_ms, &EventRender::Ended)
+            }
+        };
+        Ok(change)
+    }
+
+    fn accept_draw(&mut self, version: u64, now_ms: i64) -> Result<Change, SessionError> {
+        self.game.agree_draw().map_err(play_error)?;
+        self.stored.draw_offer = 0;
+        Ok(self.finish(version, now_ms, &EventRender::Ended))
+    }
+
+    fn finish(&mut self, version: u64, now_ms: i64, render: &EventRender<'_>) -> Change {
+        self.mark_finished(now_ms);
+        Change {
+            frames: self.simple_event(version, render),
+            finished: true,
+        }
+    }
+
+    fn mark_finished(&mut self, now_ms: i64) {
+        self.stored.phase = storage::Phase::Finished as i32;
+        self.stored.ended_at_ms = now_ms;
+        self.stored.draw_offer = 0;
+    }
+
+    fn record_move(&mut self, report: &MoveReport, now_ms: i64) {
+        // The server's record keeps the captured identity (secret until the end; the
+        // finished-game record is public). Read it from the capturer's own event.
+        let own = report.for_audience(Audience::Player(report.mover()));
+        let started = self.stored.started_at_ms;
+        self.stored.moves.push(games::MoveRecord {
+            ply: own.ply,
+            uci: own.uci.to_string(),
+            reveal_square: own.reveal.map(|r| r.square.to_string()).unwrap_or_default(),
+            reveal_role: own
+                .reveal
+                .map(|r| r.role.name().to_owned())
+                .unwrap_or_default(),
+            captured_square: own
+                .captured
+                .map(|c| c.square.to_string())
+                .unwrap_or_default(),
+            captured_role: own
+                .captured
+                .map(|c| c.shown_role.name().to_owned())
+                .unwrap_or_default(),
+            captured_was_hidden: own.captured.is_some_and(|c| c.was_hidden),
+            captured_identity: own
+                .captured_identity
+                .map(|r| r.name().to_owned())
+                .unwrap_or_default(),
+            at_ms: u64::try_from(now_ms - started).unwrap_or_default(),
+        });
+    }
+
+    fn move_change(&mut self, report: &MoveReport, version: u64, now_ms: i64) -> Change {
+        let finished = report.outcome().is_some();
+        if finished {
+            self.mark_finished(now_ms);
+        }
+        let outcome = self.game.outcome();
+        let shuffle = self.game.published_shuffle();
+        let frames = self.frames(version, |audience| {
+            let event = report.for_audience(audience);
+            let after = self.game.view(audience);
+            render_event(
+                self.id(),
+                version,
+                &EventRender::Move {
+                    event: &event,
+                    after: &after,
+                },
+                outcome.as_ref(),
+                shuffle.as_ref(),
+            )
+        });
+        Change { frames, finished }
+    }
+
+    /// The finished-game record for the stream (once over).
+    pub fn finished_record(&self) -> Option<games::FinishedGame> {
+        let outcome = self.game.outcome()?;
+        let shuffle = self.game.published_shuffle();
+        let result = match outcome {
+            Outcome::Win { winner, .. } => winner.name(),
+            Outcome::Draw { .. } => "draw",
+            Outcome::Aborted => "aborted",
+        };
+        Some(games::FinishedGame {
+            game_id: self.stored.id.clone(),
+            variant: self.stored.variant,
+            rated: self.stored.rated,
+            time_control: self.stored.time_control,
+            white: self.stored.white.clone(),
+            black: self.stored.black.clone(),
+            result: result.to_owned(),
+            outcome: outcome.code(),
+            moves: self.stored.moves.clone(),
+            created_at_ms: self.stored.created_at_ms,
+            started_at_ms: self.stored.started_at_ms,
+            ended_at_ms: self.stored.ended_at_ms,
+            initial_layout: shuffle
+                .as_ref()
+                .map(|s| s.layout.clone())
+                .unwrap_or_default(),
+            salt: shuffle.as_ref().map(|s| s.salt.clone()).unwrap_or_default(),
+            commitment: self.stored.commitment.clone(),
+            final_fen: self.game.view(Audience::Spectator).fen(),
+        })
+    }
+}
+
+fn color_code(c: Color) -> u32 {
+    match c {
+        Color::White => 1,
+        Color::Black => 2,
+    }
+}
+
+/// Rules errors as client errors. None of these texts can carry a secret: they are built
+/// from the written move and public facts only.
+fn play_error(e: PlayError) -> SessionError {
+    use frontier_rules::MoveError;
+    let code = match &e {
+        PlayError::GameOver => ErrorCode::GameOver,
+        PlayError::PromotionPending(_) => ErrorCode::PromotionPending,
+        PlayError::NoPromotionPending => ErrorCode::NoPromotionPending,
+        PlayError::InvalidPromotionRole => ErrorCode::BadField,
+        PlayError::Move(MoveError::Syntax(_)) => ErrorCode::BadMove,
+        PlayError::Move(MoveError::PromotionRequired(_)) => ErrorCode::PromotionRequired,
+        PlayError::Move(_) => ErrorCode::IllegalMove,
+    };
+    client(code, e.to_string())
+}

@@ -1,0 +1,233 @@
+//! The gRPC edge: proto requests become service calls, and `SessionError` becomes a
+//! `tonic::Status` here and nowhere else. Internal causes are logged, never sent.
+
+use std::sync::Arc;
+
+use frontier_platform::GameId;
+use frontier_proto::gamesession::v1 as pb;
+use frontier_proto::gamesession::v1::game_session_server::GameSession;
+use frontier_protocol::ErrorCode;
+use frontier_rules::{Audience, Color, Role};
+use tonic::{Request, Response, Status};
+
+use crate::bus::EventBus;
+use crate::engine::{Action, variant_from_proto};
+use crate::error::SessionError;
+use crate::service::{GameService, NewBoard, Resume};
+use crate::store::GameStore;
+
+/// The tonic service over a [`GameService`].
+pub struct GrpcGameSession<S, B> {
+    service: Arc<GameService<S, B>>,
+}
+
+impl<S, B> GrpcGameSession<S, B> {
+    /// Wraps the service.
+    pub fn new(service: Arc<GameService<S, B>>) -> Self {
+        GrpcGameSession { service }
+    }
+}
+
+/// The status for an error: the client error code leads the message (`code: text`).
+pub fn status(e: SessionError) -> Status {
+    match e {
+        SessionError::Client(code, message) => {
+            let text = format!("{}: {message}", code.as_str());
+            match code {
+                ErrorCode::GameNotFound | ErrorCode::BoardNotFound => Status::not_found(text),
+                ErrorCode::NotInGame => Status::permission_denied(text),
+                ErrorCode::BadField | ErrorCode::BadMove | ErrorCode::BadTimeControl => {
+                    Status::invalid_argument(text)
+                }
+                _ => Status::failed_precondition(text),
+            }
+        }
+        SessionError::AlreadySeated(_) => Status::internal("internal: unexpected seat answer"),
+        SessionError::Store(e) => {
+            tracing::error!(error = %e, "storage failure");
+            Status::unavailable("unavailable: game storage is unavailable")
+        }
+        SessionError::Bus(e) => {
+            tracing::error!(error = %e, "messaging failure");
+            Status::unavailable("unavailable: messaging is unavailable")
+        }
+        SessionError::Corrupt(e) | SessionError::Internal(e) => {
+            tracing::error!(error = %e, "internal failure");
+            Status::internal("internal: something failed on the server")
+        }
+    }
+}
+
+fn bad(message: &str) -> Status {
+    Status::invalid_argument(format!("bad_field: {message}"))
+}
+
+fn game_id(s: &str) -> Result<GameId, Status> {
+    s.parse()
+        .map_err(|_| Status::not_found("game_not_found: no such game"))
+}
+
+fn seat(audience: Audience) -> pb::Seat {
+    match audience {
+        Audience::Player(Color::White) => pb::Seat::White,
+        Audience::Player(Color::Black) => pb::Seat::Black,
+        Audience::Spectator => pb::Seat::Spectator,
+    }
+}
+
+fn color_seat(color: Color) -> pb::Seat {
+    seat(Audience::Player(color))
+}
+
+fn action_of(action: Option<pb::act_request::Action>) -> Result<Action, Status> {
+    use pb::act_request::Action as A;
+    Ok(match action.ok_or_else(|| bad("an action is required"))? {
+        A::Move(m) => Action::Move(m.uci),
+        A::Promote(p) => {
+            let role = match p.role.as_str() {
+                "q" | "queen" => Role::Queen,
+                "r" | "rook" => Role::Rook,
+                "b" | "bishop" => Role::Bishop,
+                "n" | "knight" => Role::Knight,
+                _ => return Err(bad("promotion role must be q, r, b or n")),
+            };
+            Action::Promote(role)
+        }
+        A::Resign(_) => Action::Resign,
+        A::OfferDraw(_) => Action::OfferDraw,
+        A::AcceptDraw(_) => Action::AcceptDraw,
+        A::DeclineDraw(_) => Action::DeclineDraw,
+        A::Abort(_) => Action::Abort,
+    })
+}
+
+#[tonic::async_trait]
+impl<S: GameStore, B: EventBus> GameSession for GrpcGameSession<S, B> {
+    #[tracing::instrument(skip_all)]
+    async fn create_board(
+        &self,
+        request: Request<pb::CreateBoardRequest>,
+    ) -> Result<Response<pb::CreateBoardResponse>, Status> {
+        let r = request.into_inner();
+        let creator = r.creator.ok_or_else(|| bad("creator is required"))?;
+        let variant = variant_from_proto(r.variant)
+            .ok_or_else(|| bad("variant must be standard, hidden or atomic"))?;
+        let color = match pb::ColorChoice::try_from(r.color) {
+            Ok(pb::ColorChoice::White) => Some(Color::White),
+            Ok(pb::ColorChoice::Black) => Some(Color::Black),
+            Ok(pb::ColorChoice::Random) => None,
+            _ => return Err(bad("color must be white, black or random")),
+        };
+        let (game, code, color) = self
+            .service
+            .create_board(NewBoard {
+                creator,
+                variant,
+                color,
+                rated: r.rated,
+                time_control: r.time_control,
+            })
+            .await
+            .map_err(status)?;
+        Ok(Response::new(pb::CreateBoardResponse {
+            game_id: game.to_string(),
+            code,
+            seat: color_seat(color) as i32,
+        }))
+    }
+
+    #[tracing::instrument(skip_all)]
+    async fn join_board(
+        &self,
+        request: Request<pb::JoinBoardRequest>,
+    ) -> Result<Response<pb::JoinBoardResponse>, Status> {
+        let r = request.into_inner();
+        let player = r.player.ok_or_else(|| bad("player is required"))?;
+        let (game, color) = self
+            .service
+            .join_board(player, &r.code)
+            .await
+            .map_err(status)?;
+        Ok(Response::new(pb::JoinBoardResponse {
+            game_id: game.to_string(),
+            seat: color_seat(color) as i32,
+        }))
+    }
+
+    #[tracing::instrument(skip_all)]
+    async fn get_view(
+        &self,
+        request: Request<pb::GetViewRequest>,
+    ) -> Result<Response<pb::ViewResponse>, Status> {
+        let r = request.into_inner();
+        let game = game_id(&r.game_id)?;
+        let (version, audience, frame) = self
+            .service
+            .view(&game, &r.player_id)
+            .await
+            .map_err(status)?;
+        Ok(Response::new(pb::ViewResponse {
+            game_id: r.game_id,
+            version,
+            seat: seat(audience) as i32,
+            frame: frame.into_bytes(),
+        }))
+    }
+
+    #[tracing::instrument(skip_all, fields(game = %request.get_ref().game_id))]
+    async fn act(
+        &self,
+        request: Request<pb::ActRequest>,
+    ) -> Result<Response<pb::ActResponse>, Status> {
+        let r = request.into_inner();
+        let game = game_id(&r.game_id)?;
+        let action = action_of(r.action)?;
+        let (version, duplicate) = self
+            .service
+            .act(
+                &game,
+                &r.player_id,
+                &r.client_action_id,
+                r.expected_version,
+                &action,
+            )
+            .await
+            .map_err(status)?;
+        Ok(Response::new(pb::ActResponse { version, duplicate }))
+    }
+
+    #[tracing::instrument(skip_all)]
+    async fn resume(
+        &self,
+        request: Request<pb::ResumeRequest>,
+    ) -> Result<Response<pb::ResumeResponse>, Status> {
+        let r = request.into_inner();
+        let game = game_id(&r.game_id)?;
+        let (audience, resume) = self
+            .service
+            .resume(&game, &r.player_id, r.after_version, r.max_events as usize)
+            .await
+            .map_err(status)?;
+        let result = match resume {
+            Resume::Events(frames) => pb::resume_response::Result::Events(pb::Events {
+                frames: frames
+                    .into_iter()
+                    .map(|(version, json)| pb::Frame {
+                        version,
+                        json: json.to_vec(),
+                    })
+                    .collect(),
+            }),
+            Resume::View(version, frame) => pb::resume_response::Result::View(pb::ViewResponse {
+                game_id: r.game_id,
+                version,
+                seat: seat(audience) as i32,
+                frame: frame.into_bytes(),
+            }),
+        };
+        Ok(Response::new(pb::ResumeResponse {
+            seat: seat(audience) as i32,
+            result: Some(result),
+        }))
+    }
+}

@@ -1,0 +1,13 @@
+//! The game-session binary: configuration, telemetry, then `run`.
+
+use clap::Parser as _;
+use frontier_platform::Shutdown;
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    let config = frontier_game_session::Config::parse();
+    let _telemetry = frontier_platform::telemetry::init("game-session")?;
+    let shutdown = Shutdown::new();
+    shutdown.trip_on_signals();
+    frontier_game_session::run(config, shutdown).await
+}

@@ -1,0 +1,334 @@
+//! Where live games are kept: a versioned blob per game plus its event log, changed only by
+//! compare-and-set. [`RedisStore`] for real deployments, [`MemoryStore`] for unit tests and
+//! the single-process mode.
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use bytes::Bytes;
+use frontier_platform::{GameId, Namespace};
+use redis::aio::ConnectionManager;
+
+/// A storage failure (the backend is down or answered nonsense).
+#[derive(Debug, thiserror::Error)]
+#[error("game store: {0}")]
+pub struct StoreError(pub String);
+
+impl From<redis::RedisError> for StoreError {
+    fn from(e: redis::RedisError) -> Self {
+        StoreError(e.to_string())
+    }
+}
+
+/// A write: the new state, the log entries it appends, and what else it implies.
+#[derive(Debug, Clone)]
+pub struct Write {
+    /// The game.
+    pub game: GameId,
+    /// The version the caller read (0 for a game that does not exist yet).
+    pub expected: u64,
+    /// The new version (`expected + entries.len()`).
+    pub version: u64,
+    /// The new state.
+    pub state: Bytes,
+    /// Log entries, one per version from `expected + 1`.
+    pub entries: Vec<Bytes>,
+    /// The game ended: put it in the outbox of finished games to publish, and let its keys
+    /// expire after this long.
+    pub finished_ttl: Option<Duration>,
+}
+
+/// The storage of live games.
+pub trait GameStore: Send + Sync + 'static {
+    /// The current version and state of a game.
+    fn load(
+        &self,
+        game: &GameId,
+    ) -> impl Future<Output = Result<Option<(u64, Bytes)>, StoreError>> + Send;
+
+    /// Applies the write if the game is still at `expected`; false if it is not.
+    fn compare_and_set(
+        &self,
+        write: Write,
+    ) -> impl Future<Output = Result<bool, StoreError>> + Send;
+
+    /// Log entries with versions `after + 1 ..= after + max`.
+    fn log_after(
+        &self,
+        game: &GameId,
+        after: u64,
+        max: usize,
+    ) -> impl Future<Output = Result<Vec<Bytes>, StoreError>> + Send;
+
+    /// Binds a share code to a game unless the code is taken; the binding expires.
+    fn reserve_code(
+        &self,
+        code: &str,
+        game: &GameId,
+        ttl: Duration,
+    ) -> impl Future<Output = Result<bool, StoreError>> + Send;
+
+    /// The game a share code belongs to.
+    fn resolve_code(
+        &self,
+        code: &str,
+    ) -> impl Future<Output = Result<Option<GameId>, StoreError>> + Send;
+
+    /// Finished games whose record is not yet acknowledged by the stream.
+    fn outbox(&self) -> impl Future<Output = Result<Vec<GameId>, StoreError>> + Send;
+
+    /// The record of `game` reached the stream.
+    fn outbox_done(&self, game: &GameId) -> impl Future<Output = Result<(), StoreError>> + Send;
+}
+
+/// Compare-and-set of a game: KEYS state, log, outbox; ARGV expected, version, state,
+/// ttl-seconds (0: none), game id, then the log entries.
+const CAS_SCRIPT: &str = r#"
+local current = redis.call('HGET', KEYS[1], 'v')
+if current == false then current = '0' end
+if current ~= ARGV[1] then return 0 end
+redis.call('HSET', KEYS[1], 'v', ARGV[2], 's', ARGV[3])
+for i = 6, #ARGV do redis.call('RPUSH', KEYS[2], ARGV[i]) end
+local ttl = tonumber(ARGV[4])
+if ttl > 0 then
+  redis.call('EXPIRE', KEYS[1], ttl)
+  redis.call('EXPIRE', KEYS[2], ttl)
+  redis.call('SADD', KEYS[3], ARGV[5])
+end
+return 1
+"#;
+
+/// Games in Redis: a hash per game (`v`, `s`), a list as its log, a set as the outbox.
+#[derive(Clone)]
+pub struct RedisStore {
+    conn: ConnectionManager,
+    ns: Namespace,
+    cas: Arc<redis::Script>,
+}
+
+impl RedisStore {
+    /// Connects (and keeps reconnecting) to Redis.
+    pub async fn connect(url: &str, ns: Namespace) -> Result<RedisStore, StoreError> {
+        let client = redis::Client::open(url)?;
+        let conn = ConnectionManager::new(client).await?;
+        Ok(RedisStore {
+            conn,
+            ns,
+            cas: Arc::new(redis::Script::new(CAS_SCRIPT)),
+        })
+    }
+
+    fn outbox_key(&self) -> String {
+        format!("{}:finished-outbox", self.ns.prefix())
+    }
+}
+
+impl GameStore for RedisStore {
+    async fn load(&self, game: &GameId) -> Result<Option<(u64, Bytes)>, StoreError> {
+        let mut conn = self.conn.clone();
+        let (v, s): (Option<u64>, Option<Vec<u8>>) = redis::cmd("HMGET")
+            .arg(self.ns.game_state_key(game))
+            .arg("v")
+            .arg("s")
+            .query_async(&mut conn)
+            .await?;
+        Ok(match (v, s) {
+            (Some(v), Some(s)) => Some((v, Bytes::from(s))),
+            _ => None,
+        })
+    }
+
+    async fn compare_and_set(&self, write: Write) -> Result<bool, StoreError> {
+        let mut conn = self.conn.clone();
+        let mut invocation = self.cas.prepare_invoke();
+        invocation
+            .key(self.ns.game_state_key(&write.game))
+            .key(self.ns.game_log_key(&write.game))
+            .key(self.outbox_key())
+            .arg(write.expected)
+            .arg(write.version)
+            .arg(write.state.as_ref())
+            .arg(write.finished_ttl.map_or(0, |d| d.as_secs().max(1)))
+            .arg(write.game.to_string());
+        for entry in &write.entries {
+            invocation.arg(entry.as_ref());
+        }
+        let applied: i64 = invocation.invoke_async(&mut conn).await?;
+        Ok(applied == 1)
+    }
+
+    async fn log_after(
+        &self,
+        game: &GameId,
+        after: u64,
+        max: usize,
+    ) -> Result<Vec<Bytes>, StoreError> {
+        if max == 0 {
+            return Ok(Vec::new());
+        }
+        let mut conn = self.conn.clone();
+        let start = after as isize;
+        let stop = start + max as isize - 1;
+        let entries: Vec<Vec<u8>> = redis::cmd("LRANGE")
+            .arg(self.ns.game_log_key(game))
+            .arg(start)
+            .arg(stop)
+            .query_async(&mut conn)
+            .await?;
+        Ok(entries.into_iter().map(Bytes::from).collect())
+    }
+
+    async fn reserve_code(
+        &self,
+        code: &str,
+        game: &GameId,
+        ttl: Duration,
+    ) -> Result<bool, StoreError> {
+        let mut conn = self.conn.clone();
+        let set: Option<String> = redis::cmd("SET")
+            .arg(self.ns.board_code_key(code))
+            .arg(game.to_string())
+            .arg("NX")
+            .arg("EX")
+            .arg(ttl.as_secs().max(1))
+            .query_async(&mut conn)
+            .await?;
+        Ok(set.is_some())
+    }
+
+    async fn resolve_code(&self, code: &str) -> Result<Option<GameId>, StoreError> {
+        let mut conn = self.conn.clone();
+        let id: Option<String> = redis::cmd("GET")
+            .arg(self.ns.board_code_key(code))
+            .query_async(&mut conn)
+            .await?;
+        Ok(id.and_then(|s| s.parse().ok()))
+    }
+
+    async fn outbox(&self) -> Result<Vec<GameId>, StoreError> {
+        let mut conn = self.conn.clone();
+        let ids: Vec<String> = redis::cmd("SMEMBERS")
+            .arg(self.outbox_key())
+            .query_async(&mut conn)
+            .await?;
+        Ok(ids.into_iter().filter_map(|s| s.parse().ok()).collect())
+    }
+
+    async fn outbox_done(&self, game: &GameId) -> Result<(), StoreError> {
+        let mut conn = self.conn.clone();
+        let _: i64 = redis::cmd("SREM")
+            .arg(self.outbox_key())
+            .arg(game.to_string())
+            .query_async(&mut conn)
+            .await?;
+        Ok(())
+    }
+}
+
+#[derive(Default)]
+struct MemoryGame {
+    version: u64,
+    state: Bytes,
+    log: Vec<Bytes>,
+}
+
+#[derive(Default)]
+struct MemoryInner {
+    games: HashMap<GameId, MemoryGame>,
+    codes: HashMap<String, GameId>,
+    outbox: Vec<GameId>,
+}
+
+/// Games in memory, with the same compare-and-set semantics (expiry is not modelled).
+#[derive(Clone, Default)]
+pub struct MemoryStore {
+    inner: Arc<Mutex<MemoryInner>>,
+}
+
+impl MemoryStore {
+    /// An empty store.
+    pub fn new() -> MemoryStore {
+        MemoryStore::default()
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, MemoryInner> {
+        // A panic while holding the lock cannot leave the maps half-updated (every update
+        // below is a single insert or push), so a poisoned lock is still consistent.
+        self.inner.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+impl GameStore for MemoryStore {
+    async fn load(&self, game: &GameId) -> Result<Option<(u64, Bytes)>, StoreError> {
+        Ok(self
+            .lock()
+            .games
+            .get(game)
+            .map(|g| (g.version, g.state.clone())))
+    }
+
+    async fn compare_and_set(&self, write: Write) -> Result<bool, StoreError> {
+        let mut inner = self.lock();
+        let entry = inner.games.entry(write.game).or_default();
+        if entry.version != write.expected {
+            return Ok(false);
+        }
+        entry.version = write.version;
+        entry.state = write.state;
+        entry.log.extend(write.entries);
+        if write.finished_ttl.is_some() && !inner.outbox.contains(&write.game) {
+            inner.outbox.push(write.game);
+        }
+        Ok(true)
+    }
+
+    async fn log_after(
+        &self,
+        game: &GameId,
+        after: u64,
+        max: usize,
+    ) -> Result<Vec<Bytes>, StoreError> {
+        Ok(self
+            .lock()
+            .games
+            .get(game)
+            .map(|g| {
+                g.log
+                    .iter()
+                    .skip(after as usize)
+                    .take(max)
+                    .cloned()
+                    .collect()
+            })
+            .unwrap_or_default())
+    }
+
+    async fn reserve_code(
+        &self,
+        code: &str,
+        game: &GameId,
+        _ttl: Duration,
+    ) -> Result<bool, StoreError> {
+        let mut inner = self.lock();
+        if inner.codes.contains_key(code) {
+            return Ok(false);
+        }
+        inner.codes.insert(code.to_owned(), *game);
+        Ok(true)
+    }
+
+    async fn resolve_code(&self, code: &str) -> Result<Option<GameId>, StoreError> {
+        Ok(self.lock().codes.get(code).copied())
+    }
+
+    async fn outbox(&self) -> Result<Vec<GameId>, StoreError> {
+        Ok(self.lock().outbox.clone())
+    }
+
+    async fn outbox_done(&self, game: &GameId) -> Result<(), StoreError> {
+        self.lock().outbox.retain(|g| g != game);
+        Ok(())
+    }
+}
