@@ -24,8 +24,10 @@ lint:
 	$(CARGO) fmt --all -- --check
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
 
+# Tests talk to real Redis, NATS (JetStream) and Postgres: scripts/test-services.sh uses the
+# ones on the standard loopback ports or starts throwaway ones (installing them if needed).
 test: lint
-	$(CARGO) test --workspace
+	scripts/test-services.sh $(CARGO) test --workspace
 
 perft:
 	$(PERFT) --variant standard --epd $(DATA)/standard-deep.perft

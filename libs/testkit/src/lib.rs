@@ -1,1 +1,67 @@
-//! placeholder
+//! Test harness. `make test` runs the suite under `scripts/test-services.sh`, which finds
+//! Redis, NATS (JetStream) and Postgres on their standard loopback ports or starts
+//! throwaway ones, and exports where they are. This crate reads that, and gives each test
+//! its own namespace (Redis key prefix and NATS subject prefix) and its own database.
+
+use std::sync::atomic::{AtomicU32, Ordering};
+
+use sqlx::Connection as _;
+
+fn env_or(name: &str, default: &str) -> String {
+    std::env::var(name).unwrap_or_else(|_| default.to_owned())
+}
+
+/// Redis for tests.
+pub fn redis_url() -> String {
+    env_or("FRONTIER_TEST_REDIS_URL", "redis://127.0.0.1:6379")
+}
+
+/// NATS (with JetStream) for tests.
+pub fn nats_url() -> String {
+    env_or("FRONTIER_TEST_NATS_URL", "nats://127.0.0.1:4222")
+}
+
+/// A Postgres URL with the right to create databases.
+pub fn postgres_admin_url() -> String {
+    env_or(
+        "FRONTIER_TEST_POSTGRES_URL",
+        "postgres://postgres@127.0.0.1:5432/postgres",
+    )
+}
+
+/// This run's id (set by the script; one per process otherwise).
+pub fn run_id() -> String {
+    std::env::var("FRONTIER_TEST_RUN").unwrap_or_else(|_| format!("p{}", std::process::id()))
+}
+
+static COUNTER: AtomicU32 = AtomicU32::new(0);
+
+/// A namespace no other test (of this run or any other) uses.
+pub fn unique_namespace() -> String {
+    let n = COUNTER.fetch_add(1, Ordering::Relaxed);
+    let rand = uuid::Uuid::new_v4().simple().to_string();
+    format!("t{}-{n}-{}", run_id(), &rand[..8])
+}
+
+/// Creates a fresh, empty database and returns its URL.
+pub async fn fresh_database() -> anyhow::Result<String> {
+    let admin = postgres_admin_url();
+    let name = format!(
+        "ft_{}_{}",
+        run_id().to_ascii_lowercase(),
+        uuid::Uuid::new_v4().simple()
+    );
+    let mut conn = sqlx::PgConnection::connect(&admin).await.map_err(|e| {
+        anyhow::anyhow!("Postgres at {admin} does not answer ({e}); run the tests with `make test`")
+    })?;
+    // The name is built here from a run id and a UUID, never from input.
+    sqlx::query(sqlx::AssertSqlSafe(format!("CREATE DATABASE \"{name}\"")))
+        .execute(&mut conn)
+        .await?;
+    conn.close().await?;
+    let base = admin
+        .rsplit_once('/')
+        .map(|(base, _)| base.to_owned())
+        .unwrap_or(admin);
+    Ok(format!("{base}/{name}"))
+}

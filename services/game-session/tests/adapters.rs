@@ -1,0 +1,261 @@
+//! game-session on real Redis and NATS (JetStream): compare-and-set under races, events on
+//! per-audience subjects, finished games in the stream exactly once.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_nats::jetstream;
+use bytes::Bytes;
+use frontier_game_session::bus::{EventBus, NatsBus};
+use frontier_game_session::engine::Action;
+use frontier_game_session::service::{FixedLayout, GameService, NewBoard, Settings, SystemClock};
+use frontier_game_session::store::{GameStore, RedisStore, Write};
+use frontier_platform::names::AudienceSubject;
+use frontier_platform::{GameId, Namespace, PlayerId};
+use frontier_proto::games::v1::Player;
+use frontier_protocol::{GameEvent, ServerMessage};
+use frontier_rules::{Color, Layout, Variant};
+use futures_util::StreamExt as _;
+
+const LAYOUT: &str = "PQBNBNRRPPPPPPP/pqbnbnrrppppppp";
+
+async fn real_service(ns: &Namespace) -> GameService<RedisStore, NatsBus> {
+    let store = RedisStore::connect(&frontier_testkit::redis_url(), ns.clone())
+        .await
+        .expect("Redis answers (run the tests with `make test`)");
+    let bus = NatsBus::connect(&frontier_testkit::nats_url(), ns.clone())
+        .await
+        .expect("NATS with JetStream answers (run the tests with `make test`)");
+    GameService::new(
+        store,
+        bus,
+        Arc::new(SystemClock),
+        Arc::new(FixedLayout(Layout::from_canonical(LAYOUT).expect("valid"))),
+        Settings::default(),
+    )
+}
+
+async fn drop_stream(ns: &Namespace) {
+    if let Ok(client) = async_nats::connect(frontier_testkit::nats_url()).await {
+        let _ = jetstream::new(client)
+            .delete_stream(ns.finished_games_stream())
+            .await;
+    }
+}
+
+fn player(name: &str) -> Player {
+    Player {
+        id: PlayerId::new().to_string(),
+        name: name.to_owned(),
+        guest: false,
+        bot: false,
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn compare_and_set_lets_exactly_one_racer_win() {
+    let ns = Namespace::new(&frontier_testkit::unique_namespace()).expect("valid");
+    let store = RedisStore::connect(&frontier_testkit::redis_url(), ns)
+        .await
+        .expect("Redis");
+    let game = GameId::new();
+    let first = Write {
+        game,
+        expected: 0,
+        version: 1,
+        state: Bytes::from_static(b"one"),
+        entries: vec![Bytes::from_static(b"e1")],
+        finished_ttl: None,
+    };
+    assert!(store.compare_and_set(first.clone()).await.expect("cas"));
+    assert!(
+        !store.compare_and_set(first).await.expect("cas"),
+        "version 0 is gone"
+    );
+    let racers: Vec<_> = (0..16)
+        .map(|i| {
+            let store = store.clone();
+            tokio::spawn(async move {
+                store
+                    .compare_and_set(Write {
+                        game,
+                        expected: 1,
+                        version: 2,
+                        state: Bytes::from(format!("racer {i}")),
+                        entries: vec![Bytes::from(format!("e2 by {i}"))],
+                        finished_ttl: None,
+                    })
+                    .await
+                    .expect("cas")
+            })
+        })
+        .collect();
+    let mut winners = 0;
+    for r in racers {
+        winners += usize::from(r.await.expect("join"));
+    }
+    assert_eq!(winners, 1);
+    let (version, _) = store.load(&game).await.expect("load").expect("exists");
+    assert_eq!(version, 2);
+    assert_eq!(
+        store.log_after(&game, 0, 10).await.expect("log").len(),
+        2,
+        "one entry per version"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_instances_racing_on_one_game_apply_one_move() {
+    let ns = Namespace::new(&frontier_testkit::unique_namespace()).expect("valid");
+    let a = Arc::new(real_service(&ns).await);
+    let b = Arc::new(real_service(&ns).await);
+    let white = player("w");
+    let black = player("b");
+    let (game, code, _) = a
+        .create_board(NewBoard {
+            creator: white.clone(),
+            variant: Variant::Standard,
+            color: Some(Color::White),
+            rated: false,
+            time_control: None,
+        })
+        .await
+        .expect("created");
+    b.join_board(black.clone(), &code)
+        .await
+        .expect("joined on the other instance");
+    // Both instances try to play a different first move for White at once.
+    let (e4, d4) = (Action::Move("e2e4".into()), Action::Move("d2d4".into()));
+    let (ra, rb) = tokio::join!(
+        a.act(&game, &white.id, "x", None, &e4),
+        b.act(&game, &white.id, "y", None, &d4),
+    );
+    let applied = [ra.is_ok(), rb.is_ok()].iter().filter(|&&ok| ok).count();
+    assert_eq!(applied, 1, "{ra:?} {rb:?}");
+    let (version, _, frame) = a.view(&game, "").await.expect("view");
+    assert_eq!(version, 3);
+    let ServerMessage::Game { game: g, .. } = serde_json::from_str(&frame).expect("json") else {
+        panic!("game frame");
+    };
+    assert_eq!(g.moves.len(), 1);
+    drop_stream(&ns).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn identities_travel_only_on_the_entitled_subject_and_finished_games_reach_the_stream_once() {
+    let ns = Namespace::new(&frontier_testkit::unique_namespace()).expect("valid");
+    let svc = real_service(&ns).await;
+    let client = async_nats::connect(frontier_testkit::nats_url())
+        .await
+        .expect("NATS");
+    let mut subs = Vec::new();
+    let white = player("w");
+    let black = player("b");
+    let (game, code, _) = svc
+        .create_board(NewBoard {
+            creator: white.clone(),
+            variant: Variant::Hidden,
+            color: Some(Color::White),
+            rated: false,
+            time_control: None,
+        })
+        .await
+        .expect("created");
+    for audience in [
+        AudienceSubject::White,
+        AudienceSubject::Black,
+        AudienceSubject::Public,
+    ] {
+        subs.push((
+            audience,
+            client
+                .subscribe(ns.game_subject(&game, audience))
+                .await
+                .expect("sub"),
+        ));
+    }
+    client.flush().await.expect("flush");
+    svc.join_board(black.clone(), &code).await.expect("joined");
+    for (who, uci) in [(&white, "b1c3"), (&black, "a7a6"), (&white, "c3c7")] {
+        svc.act(&game, &who.id, "", None, &Action::Move(uci.into()))
+            .await
+            .expect(uci);
+    }
+    svc.act(&game, &black.id, "", None, &Action::Resign)
+        .await
+        .expect("resign");
+    for (audience, sub) in &mut subs {
+        // Versions 2 (started) to 6 (ended), in order, each once.
+        let mut versions = Vec::new();
+        let mut identity = None;
+        while versions.len() < 5 {
+            let msg = tokio::time::timeout(Duration::from_secs(5), sub.next())
+                .await
+                .expect("events arrive")
+                .expect("subscription open");
+            let header = msg
+                .headers
+                .as_ref()
+                .and_then(|h| h.get(frontier_game_session::bus::VERSION_HEADER))
+                .map(|v| v.as_str().to_owned());
+            let frame: ServerMessage = serde_json::from_slice(&msg.payload).expect("json");
+            let ServerMessage::Event { version, event, .. } = frame else {
+                panic!("event frames only");
+            };
+            assert_eq!(header, Some(version.to_string()));
+            if let GameEvent::Move {
+                captured_identity: Some(role),
+                ..
+            } = *event
+            {
+                identity = Some(role);
+            }
+            versions.push(version);
+        }
+        assert_eq!(versions, vec![2, 3, 4, 5, 6], "{audience:?}");
+        match audience {
+            AudienceSubject::White => assert_eq!(identity.as_deref(), Some("pawn")),
+            _ => assert_eq!(identity, None, "{audience:?} must not learn the identity"),
+        }
+    }
+    // The finished game is in the stream; publishing it again changes nothing.
+    let js = jetstream::new(client.clone());
+    let record = {
+        use prost::Message as _;
+        svc.bus()
+            .publish_finished(
+                &game,
+                Bytes::from(
+                    frontier_proto::games::v1::FinishedGame {
+                        game_id: game.to_string(),
+                        ..Default::default()
+                    }
+                    .encode_to_vec(),
+                ),
+            )
+            .await
+            .expect("duplicate publish is acknowledged");
+        let mut stream = js
+            .get_stream(ns.finished_games_stream())
+            .await
+            .expect("stream");
+        let info = stream.info().await.expect("info");
+        assert_eq!(info.state.messages, 1, "the duplicate was dropped");
+        stream
+            .get_last_raw_message_by_subject(&ns.finished_games_subject())
+            .await
+            .expect("message")
+    };
+    use prost::Message as _;
+    let finished =
+        frontier_proto::games::v1::FinishedGame::decode(record.payload.as_ref()).expect("record");
+    assert_eq!(finished.game_id, game.to_string());
+    assert_eq!(finished.outcome, "white-resignation");
+    assert_eq!(finished.moves.len(), 3);
+    assert_eq!(
+        finished.moves[2].captured_identity, "pawn",
+        "public in the record after the end"
+    );
+    assert!(svc.store().outbox().await.expect("outbox").is_empty());
+    drop_stream(&ns).await;
+}
