@@ -1,0 +1,55 @@
+//! The gateway's configuration.
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use frontier_platform::config::{JwtArgs, NamespaceArgs, NatsArgs, PostgresArgs, parse_duration};
+
+/// gateway: the WebSocket and HTTP edge.
+#[derive(Debug, Clone, clap::Parser)]
+#[command(name = "gateway", version)]
+pub struct Config {
+    /// Address the HTTP/WebSocket server listens on.
+    #[arg(
+        long,
+        env = "FRONTIER_GATEWAY_LISTEN",
+        default_value = "127.0.0.1:8080"
+    )]
+    pub listen: SocketAddr,
+    /// game-session gRPC URLs, comma-separated; requests are balanced across them.
+    #[arg(
+        long,
+        env = "FRONTIER_GAME_SESSION_URLS",
+        value_delimiter = ',',
+        default_value = "http://127.0.0.1:50051"
+    )]
+    pub game_session_urls: Vec<String>,
+    /// The public base URL of the site, for invite links.
+    #[arg(
+        long,
+        env = "FRONTIER_PUBLIC_URL",
+        default_value = "http://127.0.0.1:8080"
+    )]
+    pub public_url: String,
+    /// NATS.
+    #[command(flatten)]
+    pub nats: NatsArgs,
+    /// Postgres.
+    #[command(flatten)]
+    pub postgres: PostgresArgs,
+    /// Namespace.
+    #[command(flatten)]
+    pub namespace: NamespaceArgs,
+    /// JWT.
+    #[command(flatten)]
+    pub jwt: JwtArgs,
+    /// Messages per second a connection may send, on average.
+    #[arg(long, env = "FRONTIER_WS_RATE", default_value_t = 20.0)]
+    pub ws_rate: f64,
+    /// Messages a connection may send in a burst.
+    #[arg(long, env = "FRONTIER_WS_BURST", default_value_t = 40)]
+    pub ws_burst: u32,
+    /// How long a new connection may take to authenticate.
+    #[arg(long, env = "FRONTIER_WS_AUTH_TIMEOUT", default_value = "10s", value_parser = parse_duration)]
+    pub ws_auth_timeout: Duration,
+}

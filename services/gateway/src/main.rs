@@ -1,0 +1,13 @@
+//! The gateway binary: configuration, telemetry, then `run`.
+
+use clap::Parser as _;
+use frontier_platform::Shutdown;
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    let config = frontier_gateway::Config::parse();
+    let _telemetry = frontier_platform::telemetry::init("gateway")?;
+    let shutdown = Shutdown::new();
+    shutdown.trip_on_signals();
+    frontier_gateway::run(config, shutdown).await
+}

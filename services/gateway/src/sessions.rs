@@ -1,0 +1,76 @@
+//! The gRPC client of game-session, with its errors turned into client error codes.
+
+use frontier_proto::gamesession::v1 as pb;
+use frontier_proto::gamesession::v1::game_session_client::GameSessionClient;
+use frontier_protocol::ErrorCode;
+use tonic::transport::{Channel, Endpoint};
+
+/// A client error from game-session (or its absence).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Refusal {
+    /// The code.
+    pub code: ErrorCode,
+    /// The text for people.
+    pub message: String,
+}
+
+impl From<tonic::Status> for Refusal {
+    fn from(status: tonic::Status) -> Self {
+        if let Some((code, message)) = status.message().split_once(": ")
+            && let Some(code) = ErrorCode::parse(code)
+            && code != ErrorCode::Internal
+        {
+            return Refusal {
+                code,
+                message: message.to_owned(),
+            };
+        }
+        match status.code() {
+            tonic::Code::Unavailable | tonic::Code::DeadlineExceeded | tonic::Code::Cancelled => {
+                Refusal {
+                    code: ErrorCode::Unavailable,
+                    message: "the game service is unavailable; try again".to_owned(),
+                }
+            }
+            _ => {
+                tracing::error!(status = %status, "game-session failed");
+                Refusal {
+                    code: ErrorCode::Internal,
+                    message: "something failed on the server".to_owned(),
+                }
+            }
+        }
+    }
+}
+
+/// A balanced client over one or more game-session instances.
+pub type Sessions = GameSessionClient<Channel>;
+
+/// Connects lazily to these game-session URLs, balancing requests across them.
+pub fn connect(urls: &[String]) -> anyhow::Result<Sessions> {
+    let endpoints = urls
+        .iter()
+        .map(|u| {
+            Endpoint::from_shared(u.clone()).map(|e| {
+                e.tcp_nodelay(true)
+                    .connect_timeout(std::time::Duration::from_secs(3))
+            })
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    anyhow::ensure!(
+        !endpoints.is_empty(),
+        "at least one game-session URL is needed"
+    );
+    Ok(GameSessionClient::new(Channel::balance_list(
+        endpoints.into_iter(),
+    )))
+}
+
+/// `white`, `black` or `spectator`.
+pub fn seat_name(seat: i32) -> &'static str {
+    match pb::Seat::try_from(seat) {
+        Ok(pb::Seat::White) => "white",
+        Ok(pb::Seat::Black) => "black",
+        _ => "spectator",
+    }
+}

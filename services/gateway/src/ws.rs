@@ -1,0 +1,728 @@
+//! One WebSocket connection: authentication, rate limiting, commands forwarded to
+//! game-session, and the games the client follows relayed from NATS in version order,
+//! gaps filled from game-session's log.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use axum::extract::ws::{CloseFrame, Message, Utf8Bytes, WebSocket};
+use bytes::Bytes;
+use frontier_platform::names::AudienceSubject;
+use frontier_platform::{AuthError, Claims, GameId};
+use frontier_proto::games::v1 as games;
+use frontier_proto::gamesession::v1 as pb;
+use frontier_protocol::{
+    ClientMessage, ColorChoiceWire, ErrorCode, MAX_CLIENT_FRAME_BYTES, MAX_ID_BYTES,
+    PROTOCOL_VERSION, PlayerInfo, ServerMessage, to_json,
+};
+use futures_util::{SinkExt as _, StreamExt as _};
+use tokio::sync::{broadcast, mpsc};
+
+use crate::AppState;
+use crate::accounts::Accounts;
+use crate::sessions::{Refusal, seat_name};
+
+/// Close codes the gateway uses besides the standard ones.
+pub mod close {
+    /// No `auth` within the allowed time.
+    pub const AUTH_TIMEOUT: u16 = 4001;
+    /// The client reads too slowly: its outgoing queue overflowed.
+    pub const TOO_SLOW: u16 = 4008;
+}
+
+/// Most games one connection may follow at once.
+pub const MAX_FOLLOWS: usize = 32;
+
+/// A token bucket: `burst` messages at once, refilled at `per_second`.
+#[derive(Debug)]
+pub struct RateLimiter {
+    tokens: f64,
+    burst: f64,
+    per_second: f64,
+    last: Instant,
+}
+
+impl RateLimiter {
+    /// A full bucket.
+    pub fn new(per_second: f64, burst: u32) -> RateLimiter {
+        RateLimiter {
+            tokens: f64::from(burst),
+            burst: f64::from(burst),
+            per_second,
+            last: Instant::now(),
+        }
+    }
+
+    /// Takes a token at `now`, if there is one.
+    pub fn allow(&mut self, now: Instant) -> bool {
+        let elapsed = now.saturating_duration_since(self.last).as_secs_f64();
+        self.last = now;
+        self.tokens = (self.tokens + elapsed * self.per_second).min(self.burst);
+        if self.tokens >= 1.0 {
+            self.tokens -= 1.0;
+            true
+        } else {
+            false
+        }
+    }
+}
+
+struct Connection<A: Accounts> {
+    state: Arc<AppState<A>>,
+    out: mpsc::Sender<Message>,
+    player: Option<Claims>,
+    follows: HashMap<GameId, tokio::task::JoinHandle<()>>,
+    limiter: RateLimiter,
+}
+
+fn text(s: String) -> Message {
+    Message::Text(Utf8Bytes::from(s))
+}
+
+/// Queues a frame for the client; false if the client is too slow (queue full) or gone.
+fn push(out: &mpsc::Sender<Message>, message: Message) -> bool {
+    out.try_send(message).is_ok()
+}
+
+fn error_message(
+    id: Option<&str>,
+    game_id: Option<&str>,
+    code: ErrorCode,
+    message: impl Into<String>,
+) -> Message {
+    text(to_json(&ServerMessage::Error {
+        id: id.map(str::to_owned),
+        game_id: game_id.map(str::to_owned),
+        code,
+        message: message.into(),
+    }))
+}
+
+fn auth_code(e: &AuthError) -> ErrorCode {
+    match e {
+        AuthError::Missing => ErrorCode::TokenMissing,
+        AuthError::Malformed => ErrorCode::TokenMalformed,
+        AuthError::Expired => ErrorCode::TokenExpired,
+        AuthError::BadSignature | AuthError::WrongIssuer => ErrorCode::TokenInvalid,
+    }
+}
+
+/// Serves one WebSocket until it closes or the gateway shuts down.
+pub async fn serve<A: Accounts>(socket: WebSocket, state: Arc<AppState<A>>) {
+    let (mut sink, mut stream) = socket.split();
+    let (out, mut out_rx) = mpsc::channel::<Message>(state.settings.outbound_queue);
+    let writer = tokio::spawn(async move {
+        while let Some(message) = out_rx.recv().await {
+            let closing = matches!(message, Message::Close(_));
+            if sink.send(message).await.is_err() || closing {
+                break;
+            }
+        }
+        let _ = sink.close().await;
+    });
+    let mut conn = Connection {
+        limiter: RateLimiter::new(state.settings.rate_per_second, state.settings.rate_burst),
+        state: state.clone(),
+        out,
+        player: None,
+        follows: HashMap::new(),
+    };
+    conn.send(&ServerMessage::Welcome {
+        protocol: PROTOCOL_VERSION,
+    });
+    let auth_deadline = tokio::time::sleep(state.settings.auth_timeout);
+    tokio::pin!(auth_deadline);
+    loop {
+        if conn.out.is_closed() {
+            break;
+        }
+        tokio::select! {
+            _ = state.shutdown.wait() => {
+                conn.close(1001, "server shutting down");
+                break;
+            }
+            _ = &mut auth_deadline, if conn.player.is_none() => {
+                conn.close(close::AUTH_TIMEOUT, "authenticate within the time allowed");
+                break;
+            }
+            incoming = stream.next() => match incoming {
+                None | Some(Err(_)) => break,
+                Some(Ok(Message::Text(t))) => conn.on_text(t.as_str()).await,
+                Some(Ok(Message::Binary(_))) => {
+                    conn.push(error_message(None, None, ErrorCode::BadJson, "send JSON in text frames"));
+                }
+                Some(Ok(Message::Close(_))) => break,
+                Some(Ok(_)) => {}
+            }
+        }
+    }
+    for (_, task) in conn.follows.drain() {
+        task.abort();
+    }
+    drop(conn);
+    let _ = writer.await;
+}
+
+impl<A: Accounts> Connection<A> {
+    fn push(&self, message: Message) {
+        if !push(&self.out, message) {
+            self.close(close::TOO_SLOW, "too slow reading");
+        }
+    }
+
+    fn send(&self, message: &ServerMessage) {
+        self.push(text(to_json(message)));
+    }
+
+    fn error(
+        &self,
+        id: Option<&str>,
+        game_id: Option<&str>,
+        code: ErrorCode,
+        message: impl Into<String>,
+    ) {
+        self.push(error_message(id, game_id, code, message));
+    }
+
+    fn close(&self, code: u16, reason: &'static str) {
+        let _ = self.out.try_send(Message::Close(Some(CloseFrame {
+            code,
+            reason: Utf8Bytes::from_static(reason),
+        })));
+    }
+
+    async fn on_text(&mut self, raw: &str) {
+        if raw.len() > MAX_CLIENT_FRAME_BYTES {
+            return self.error(
+                None,
+                None,
+                ErrorCode::TooLarge,
+                format!("frames are at most {MAX_CLIENT_FRAME_BYTES} bytes"),
+            );
+        }
+        if !self.limiter.allow(Instant::now()) {
+            return self.error(
+                None,
+                None,
+                ErrorCode::RateLimited,
+                "too many messages; slow down",
+            );
+        }
+        let message: ClientMessage = match serde_json::from_str(raw) {
+            Ok(m) => m,
+            Err(e) => return self.parse_error(raw, &e),
+        };
+        let id = message.id().map(str::to_owned);
+        let id = id.as_deref();
+        if id.is_some_and(|id| id.len() > MAX_ID_BYTES) {
+            return self.error(
+                None,
+                message.game_id(),
+                ErrorCode::BadField,
+                "id is at most 64 bytes",
+            );
+        }
+        match message {
+            ClientMessage::Auth { token } => self.on_auth(&token),
+            ClientMessage::Ping { .. } => self.send(&ServerMessage::Pong {
+                id: id.map(str::to_owned),
+            }),
+            other => {
+                let Some(claims) = self.player.clone() else {
+                    return self.error(
+                        id,
+                        other.game_id(),
+                        ErrorCode::Unauthenticated,
+                        "send auth first",
+                    );
+                };
+                self.on_command(&claims, id, other).await;
+            }
+        }
+    }
+
+    fn parse_error(&self, raw: &str, e: &serde_json::Error) {
+        use serde_json::error::Category;
+        let (code, message) = match e.classify() {
+            Category::Syntax | Category::Eof | Category::Io => {
+                (ErrorCode::BadJson, "not valid JSON".to_owned())
+            }
+            Category::Data => {
+                // Tell an unknown `type` from a bad field: look at the type alone.
+                let ty = serde_json::from_str::<serde_json::Value>(raw)
+                    .ok()
+                    .and_then(|v| v.get("type").and_then(|t| t.as_str().map(str::to_owned)));
+                match ty {
+                    None => (
+                        ErrorCode::BadJson,
+                        "expected an object with a string `type`".to_owned(),
+                    ),
+                    Some(t) if !KNOWN_TYPES.contains(&t.as_str()) => (
+                        ErrorCode::UnknownType,
+                        format!(
+                            "unknown message type `{}`",
+                            t.chars().take(32).collect::<String>()
+                        ),
+                    ),
+                    Some(_) => (ErrorCode::BadField, e.to_string()),
+                }
+            }
+        };
+        self.error(None, None, code, message);
+    }
+
+    fn on_auth(&mut self, token: &str) {
+        if self.player.is_some() {
+            return self.error(
+                None,
+                None,
+                ErrorCode::AlreadyAuthenticated,
+                "this connection is already authenticated",
+            );
+        }
+        match self.state.jwt.verify(token) {
+            Ok(claims) => {
+                self.send(&ServerMessage::Authenticated {
+                    player: PlayerInfo {
+                        id: claims.sub.to_string(),
+                        name: claims.name.clone(),
+                        guest: claims.guest,
+                        bot: false,
+                    },
+                });
+                self.player = Some(claims);
+            }
+            Err(e) => self.error(None, None, auth_code(&e), e.to_string()),
+        }
+    }
+
+    async fn on_command(&mut self, claims: &Claims, id: Option<&str>, message: ClientMessage) {
+        let player = games::Player {
+            id: claims.sub.to_string(),
+            name: claims.name.clone(),
+            guest: claims.guest,
+            bot: false,
+        };
+        let mut sessions = self.state.sessions.clone();
+        match message {
+            ClientMessage::CreateBoard {
+                variant,
+                color,
+                rated,
+                clock,
+                ..
+            } => {
+                let variant = match variant.as_str() {
+                    "standard" => games::Variant::Standard,
+                    "hidden" => games::Variant::Hidden,
+                    "atomic" => games::Variant::Atomic,
+                    _ => {
+                        return self.error(
+                            id,
+                            None,
+                            ErrorCode::BadField,
+                            "variant is standard, hidden or atomic",
+                        );
+                    }
+                };
+                if let Some(c) = clock
+                    && (!(1..=60).contains(&c.minutes) || c.increment > 60)
+                {
+                    return self.error(
+                        id,
+                        None,
+                        ErrorCode::BadTimeControl,
+                        "a clock is 1 to 60 minutes with an increment of 0 to 60 seconds",
+                    );
+                }
+                let color = match color {
+                    ColorChoiceWire::White => pb::ColorChoice::White,
+                    ColorChoiceWire::Black => pb::ColorChoice::Black,
+                    ColorChoiceWire::Random => pb::ColorChoice::Random,
+                };
+                let request = pb::CreateBoardRequest {
+                    creator: Some(player),
+                    variant: variant as i32,
+                    color: color as i32,
+                    rated,
+                    time_control: clock.map(|c| games::TimeControl {
+                        initial_seconds: c.minutes * 60,
+                        increment_seconds: c.increment,
+                    }),
+                };
+                match sessions.create_board(request).await {
+                    Ok(r) => {
+                        let r = r.into_inner();
+                        self.send(&ServerMessage::BoardCreated {
+                            id: id.map(str::to_owned),
+                            game_id: r.game_id.clone(),
+                            invite: format!(
+                                "{}/join/{}",
+                                self.state.settings.public_url.trim_end_matches('/'),
+                                r.code
+                            ),
+                            code: r.code,
+                            color: seat_name(r.seat).to_owned(),
+                        });
+                        self.follow(&r.game_id, None, id);
+                    }
+                    Err(status) => self.refused(id, None, status.into()),
+                }
+            }
+            ClientMessage::JoinBoard { code, .. } => {
+                if code.len() > 16 {
+                    return self.error(
+                        id,
+                        None,
+                        ErrorCode::BoardNotFound,
+                        "no board has that code",
+                    );
+                }
+                match sessions
+                    .join_board(pb::JoinBoardRequest {
+                        player: Some(player),
+                        code,
+                    })
+                    .await
+                {
+                    Ok(r) => {
+                        let r = r.into_inner();
+                        self.send(&ServerMessage::BoardJoined {
+                            id: id.map(str::to_owned),
+                            game_id: r.game_id.clone(),
+                            color: seat_name(r.seat).to_owned(),
+                        });
+                        self.follow(&r.game_id, None, id);
+                    }
+                    Err(status) => self.refused(id, None, status.into()),
+                }
+            }
+            ClientMessage::Open {
+                game_id,
+                after_version,
+                ..
+            } => self.follow(&game_id, after_version, id),
+            ClientMessage::Close { game_id, .. } => {
+                if let Ok(game) = game_id.parse::<GameId>()
+                    && let Some(task) = self.follows.remove(&game)
+                {
+                    task.abort();
+                }
+                self.send(&ServerMessage::Closed {
+                    id: id.map(str::to_owned),
+                    game_id,
+                });
+            }
+            action => self.act(&player, id, action).await,
+        }
+    }
+
+    fn refused(&self, id: Option<&str>, game_id: Option<&str>, refusal: Refusal) {
+        self.error(id, game_id, refusal.code, refusal.message);
+    }
+
+    async fn act(&mut self, player: &games::Player, id: Option<&str>, message: ClientMessage) {
+        use pb::act_request::Action as A;
+        let (game_id, expected_version, action) = match message {
+            ClientMessage::Move {
+                game_id,
+                uci,
+                expected_version,
+                ..
+            } => {
+                if uci.len() > 8 {
+                    return self.error(
+                        id,
+                        Some(&game_id),
+                        ErrorCode::BadMove,
+                        "a move is written like e2e4 or e7e8q",
+                    );
+                }
+                (game_id, expected_version, A::Move(pb::MoveAction { uci }))
+            }
+            ClientMessage::Promote { game_id, role, .. } => {
+                if role.len() > 8 {
+                    return self.error(
+                        id,
+                        Some(&game_id),
+                        ErrorCode::BadField,
+                        "role is q, r, b or n",
+                    );
+                }
+                (game_id, None, A::Promote(pb::PromoteAction { role }))
+            }
+            ClientMessage::Resign { game_id, .. } => (game_id, None, A::Resign(pb::Resign {})),
+            ClientMessage::OfferDraw { game_id, .. } => {
+                (game_id, None, A::OfferDraw(pb::OfferDraw {}))
+            }
+            ClientMessage::AcceptDraw { game_id, .. } => {
+                (game_id, None, A::AcceptDraw(pb::AcceptDraw {}))
+            }
+            ClientMessage::DeclineDraw { game_id, .. } => {
+                (game_id, None, A::DeclineDraw(pb::DeclineDraw {}))
+            }
+            ClientMessage::Abort { game_id, .. } => (game_id, None, A::Abort(pb::Abort {})),
+            _ => return,
+        };
+        if game_id.parse::<GameId>().is_err() {
+            return self.error(id, Some(&game_id), ErrorCode::GameNotFound, "no such game");
+        }
+        let request = pb::ActRequest {
+            game_id: game_id.clone(),
+            player_id: player.id.clone(),
+            client_action_id: id.unwrap_or_default().to_owned(),
+            expected_version,
+            action: Some(action),
+        };
+        let mut sessions = self.state.sessions.clone();
+        match sessions.act(request).await {
+            Ok(r) => {
+                let r = r.into_inner();
+                self.send(&ServerMessage::Ack {
+                    id: id.map(str::to_owned),
+                    game_id,
+                    version: r.version,
+                    duplicate: r.duplicate,
+                });
+            }
+            Err(status) => self.refused(id, Some(&game_id), status.into()),
+        }
+    }
+
+    fn follow(&mut self, game_id: &str, after: Option<u64>, id: Option<&str>) {
+        let Ok(game) = game_id.parse::<GameId>() else {
+            return self.error(id, Some(game_id), ErrorCode::GameNotFound, "no such game");
+        };
+        if let Some(old) = self.follows.remove(&game) {
+            old.abort();
+        }
+        self.follows.retain(|_, task| !task.is_finished());
+        if self.follows.len() >= MAX_FOLLOWS {
+            return self.error(
+                id,
+                Some(game_id),
+                ErrorCode::BadField,
+                "following too many games; close some first",
+            );
+        }
+        let Some(claims) = &self.player else {
+            return;
+        };
+        let follower = Follower {
+            state: self.state.clone(),
+            out: self.out.clone(),
+            game,
+            player_id: claims.sub.to_string(),
+            id: id.map(str::to_owned),
+        };
+        self.follows.insert(game, tokio::spawn(follower.run(after)));
+    }
+}
+
+/// Every `type` a client may send (to tell an unknown type from a bad field).
+const KNOWN_TYPES: &[&str] = &[
+    "auth",
+    "ping",
+    "create_board",
+    "join_board",
+    "open",
+    "close",
+    "move",
+    "promote",
+    "resign",
+    "offer_draw",
+    "accept_draw",
+    "decline_draw",
+    "abort",
+];
+
+/// Relays one game to one client: frames in version order, each once.
+struct Follower<A: Accounts> {
+    state: Arc<AppState<A>>,
+    out: mpsc::Sender<Message>,
+    game: GameId,
+    player_id: String,
+    id: Option<String>,
+}
+
+enum Step {
+    Continue(u64),
+    Stop,
+}
+
+impl<A: Accounts> Follower<A> {
+    fn push(&self, json: Bytes) -> bool {
+        match std::str::from_utf8(&json) {
+            Ok(_) => {
+                let text =
+                    Utf8Bytes::try_from(json).unwrap_or_else(|_| Utf8Bytes::from_static("{}"));
+                if push(&self.out, Message::Text(text)) {
+                    true
+                } else {
+                    let _ = self.out.try_send(Message::Close(Some(CloseFrame {
+                        code: close::TOO_SLOW,
+                        reason: Utf8Bytes::from_static("too slow reading"),
+                    })));
+                    false
+                }
+            }
+            Err(_) => true,
+        }
+    }
+
+    fn fail(&self, refusal: Refusal) {
+        push(
+            &self.out,
+            error_message(
+                self.id.as_deref(),
+                Some(&self.game.to_string()),
+                refusal.code,
+                refusal.message,
+            ),
+        );
+    }
+
+    /// Sends what follows `last` (or the view); returns the new last version and seat.
+    async fn catch_up(&self, last: Option<u64>) -> Result<(u64, i32), Refusal> {
+        let mut sessions = self.state.sessions.clone();
+        let game_id = self.game.to_string();
+        match last {
+            None => {
+                let view = sessions
+                    .get_view(pb::GetViewRequest {
+                        game_id,
+                        player_id: self.player_id.clone(),
+                    })
+                    .await?
+                    .into_inner();
+                self.push(Bytes::from(view.frame));
+                Ok((view.version, view.seat))
+            }
+            Some(after) => {
+                let resume = sessions
+                    .resume(pb::ResumeRequest {
+                        game_id,
+                        player_id: self.player_id.clone(),
+                        after_version: after,
+                        max_events: 0,
+                    })
+                    .await?
+                    .into_inner();
+                let seat = resume.seat;
+                let mut last = after;
+                match resume.result {
+                    Some(pb::resume_response::Result::Events(events)) => {
+                        for frame in events.frames {
+                            if frame.version > last {
+                                last = frame.version;
+                                if !self.push(Bytes::from(frame.json)) {
+                                    break;
+                                }
+                            }
+                        }
+                    }
+                    Some(pb::resume_response::Result::View(view)) => {
+                        last = view.version;
+                        self.push(Bytes::from(view.frame));
+                    }
+                    None => {}
+                }
+                Ok((last, seat))
+            }
+        }
+    }
+
+    async fn run(self, after: Option<u64>) {
+        let (mut last, seat) = match self.catch_up(after).await {
+            Ok(v) => v,
+            Err(refusal) => return self.fail(refusal),
+        };
+        let audience = match pb::Seat::try_from(seat) {
+            Ok(pb::Seat::White) => AudienceSubject::White,
+            Ok(pb::Seat::Black) => AudienceSubject::Black,
+            _ => AudienceSubject::Public,
+        };
+        let subject = self.state.ns.game_subject(&self.game, audience);
+        let (_topic, mut rx) = match self.state.hub.follow(&subject).await {
+            Ok(t) => t,
+            Err(e) => {
+                tracing::error!(error = %e, "subscribing failed");
+                return self.fail(Refusal {
+                    code: ErrorCode::Unavailable,
+                    message: "live events are unavailable; try again".into(),
+                });
+            }
+        };
+        // Anything published between the first read and the subscription.
+        match self.catch_up(Some(last)).await {
+            Ok((v, _)) => last = v,
+            Err(refusal) => return self.fail(refusal),
+        }
+        loop {
+            let step = match rx.recv().await {
+                Ok(frame) => self.on_frame(last, frame).await,
+                Err(broadcast::error::RecvError::Lagged(_)) => {
+                    match self.catch_up(Some(last)).await {
+                        Ok((v, _)) => Step::Continue(v),
+                        Err(r) => {
+                            self.fail(r);
+                            Step::Stop
+                        }
+                    }
+                }
+                Err(broadcast::error::RecvError::Closed) => Step::Stop,
+            };
+            match step {
+                Step::Continue(v) => last = v,
+                Step::Stop => return,
+            }
+            if self.out.is_closed() {
+                return;
+            }
+        }
+    }
+
+    async fn on_frame(&self, last: u64, frame: crate::hub::Frame) -> Step {
+        if frame.version <= last {
+            return Step::Continue(last);
+        }
+        if frame.version == last + 1 {
+            return if self.push(frame.json) {
+                Step::Continue(frame.version)
+            } else {
+                Step::Stop
+            };
+        }
+        // A gap: fetch what was missed, in order (this includes the frame at hand).
+        match self.catch_up(Some(last)).await {
+            Ok((v, _)) => Step::Continue(v),
+            Err(r) => {
+                self.fail(r);
+                Step::Stop
+            }
+        }
+    }
+}
+
+/// How long a connection may stay unauthenticated.
+pub const DEFAULT_AUTH_TIMEOUT: Duration = Duration::from_secs(10);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_bucket_allows_a_burst_then_refills() {
+        let start = Instant::now();
+        let mut limiter = RateLimiter::new(10.0, 3);
+        assert!((0..3).all(|_| limiter.allow(start)));
+        assert!(!limiter.allow(start), "burst spent");
+        assert!(
+            limiter.allow(start + Duration::from_millis(100)),
+            "one token per 100 ms"
+        );
+        assert!(!limiter.allow(start + Duration::from_millis(100)));
+        assert!(limiter.allow(start + Duration::from_secs(5)));
+    }
+}
