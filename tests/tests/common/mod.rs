@@ -1,0 +1,379 @@
+//! The black-box harness: a platform of real gateways and game-sessions, started in this
+//! process on port 0 against the real Redis, NATS and Postgres of the test run, and
+//! WebSocket clients that record every frame they receive.
+
+#![allow(dead_code)]
+
+pub mod leak;
+
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use anyhow::Context as _;
+use clap::Parser as _;
+use frontier_platform::Shutdown;
+use futures_util::{SinkExt as _, StreamExt as _};
+use serde_json::{Value, json};
+use tokio::net::TcpListener;
+use tokio_tungstenite::tungstenite::Message;
+
+/// The JWT secret every gateway of a test platform shares.
+pub const JWT_SECRET: &str = "integration-test-secret-0123456789abcdef";
+
+/// How long a test waits for a frame before failing.
+pub const WAIT: Duration = Duration::from_secs(10);
+
+/// A running platform.
+pub struct Platform {
+    /// Gateway HTTP/WebSocket addresses.
+    pub gateways: Vec<SocketAddr>,
+    /// game-session gRPC addresses.
+    pub sessions: Vec<SocketAddr>,
+    /// The namespace.
+    pub namespace: String,
+    /// The database URL.
+    pub database_url: String,
+    shutdowns: Vec<Shutdown>,
+    tasks: Vec<tokio::task::JoinHandle<anyhow::Result<()>>>,
+}
+
+impl Platform {
+    /// Starts `sessions` game-sessions and `gateways` gateways; gateway `i` talks to
+    /// game-session `i % sessions` only, so two players on different gateways have their
+    /// moves served by different game-session instances. Hidden games use `layout`.
+    pub async fn start(
+        gateways: usize,
+        sessions: usize,
+        layout: Option<&str>,
+    ) -> anyhow::Result<Platform> {
+        let namespace = frontier_testkit::unique_namespace();
+        let database_url = frontier_testkit::fresh_database().await?;
+        let mut platform = Platform {
+            gateways: Vec::new(),
+            sessions: Vec::new(),
+            namespace: namespace.clone(),
+            database_url: database_url.clone(),
+            shutdowns: Vec::new(),
+            tasks: Vec::new(),
+        };
+        for _ in 0..sessions {
+            let mut args = vec![
+                "game-session".to_owned(),
+                "--redis-url".into(),
+                frontier_testkit::redis_url(),
+                "--nats-url".into(),
+                frontier_testkit::nats_url(),
+                "--namespace".into(),
+                namespace.clone(),
+                "--outbox-interval".into(),
+                "1s".into(),
+            ];
+            if let Some(layout) = layout {
+                args.push("--test-fixed-layout".into());
+                args.push(layout.to_owned());
+            }
+            let config = frontier_game_session::Config::try_parse_from(args)?;
+            let service = frontier_game_session::build(&config).await?;
+            let listener = TcpListener::bind("127.0.0.1:0").await?;
+            platform.sessions.push(listener.local_addr()?);
+            let shutdown = Shutdown::new();
+            platform.shutdowns.push(shutdown.clone());
+            platform
+                .tasks
+                .push(tokio::spawn(frontier_game_session::serve(
+                    listener,
+                    service,
+                    config.outbox_interval,
+                    shutdown,
+                )));
+        }
+        for i in 0..gateways {
+            let session = platform.sessions[i % sessions];
+            let args = vec![
+                "gateway".to_owned(),
+                "--game-session-urls".into(),
+                format!("http://{session}"),
+                "--nats-url".into(),
+                frontier_testkit::nats_url(),
+                "--database-url".into(),
+                database_url.clone(),
+                "--namespace".into(),
+                namespace.clone(),
+                "--jwt-secret".into(),
+                JWT_SECRET.into(),
+                "--public-url".into(),
+                "https://frontier.test".into(),
+            ];
+            let config = frontier_gateway::Config::try_parse_from(args)?;
+            let shutdown = Shutdown::new();
+            let state = frontier_gateway::build(&config, shutdown.clone()).await?;
+            let listener = TcpListener::bind("127.0.0.1:0").await?;
+            platform.gateways.push(listener.local_addr()?);
+            platform.shutdowns.push(shutdown);
+            platform
+                .tasks
+                .push(tokio::spawn(frontier_gateway::serve(listener, state)));
+        }
+        Ok(platform)
+    }
+
+    /// A gateway's base URL.
+    pub fn http(&self, gateway: usize) -> String {
+        format!("http://{}", self.gateways[gateway])
+    }
+
+    /// Stops everything and removes the test's stream.
+    pub async fn stop(self) {
+        for s in &self.shutdowns {
+            s.trigger();
+        }
+        for t in self.tasks {
+            let _ = tokio::time::timeout(Duration::from_secs(5), t).await;
+        }
+        if let Ok(client) = async_nats::connect(frontier_testkit::nats_url()).await
+            && let Ok(ns) = frontier_platform::Namespace::new(&self.namespace)
+        {
+            let _ = async_nats::jetstream::new(client)
+                .delete_stream(ns.finished_games_stream())
+                .await;
+        }
+    }
+}
+
+/// A minimal HTTP/1.1 POST (the tests need no HTTP client crate for three endpoints).
+pub async fn post(addr: SocketAddr, path: &str, body: &str) -> anyhow::Result<(u16, Value)> {
+    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+    let mut stream = tokio::net::TcpStream::connect(addr).await?;
+    let request = format!(
+        "POST {path} HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    );
+    stream.write_all(request.as_bytes()).await?;
+    let mut response = Vec::new();
+    stream.read_to_end(&mut response).await?;
+    let text = String::from_utf8_lossy(&response);
+    let status: u16 = text
+        .split_whitespace()
+        .nth(1)
+        .context("status line")?
+        .parse()?;
+    let body = text.split_once("\r\n\r\n").map(|(_, b)| b).unwrap_or("");
+    // Bodies are small and sent whole (Content-Length), or chunked in one chunk.
+    let json_start = body.find('{').unwrap_or(0);
+    let json_end = body.rfind('}').map_or(body.len(), |i| i + 1);
+    let value = serde_json::from_str(&body[json_start..json_end]).unwrap_or(Value::Null);
+    Ok((status, value))
+}
+
+/// A guest token.
+pub async fn guest_token(addr: SocketAddr) -> anyhow::Result<(String, String)> {
+    let (status, body) = post(addr, "/api/guest", "").await?;
+    anyhow::ensure!(status == 201, "guest: {status} {body}");
+    Ok((
+        body["token"].as_str().context("token")?.to_owned(),
+        body["player"]["id"].as_str().context("id")?.to_owned(),
+    ))
+}
+
+/// A WebSocket client that keeps every frame it received.
+pub struct Client {
+    ws: tokio_tungstenite::WebSocketStream<
+        tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>,
+    >,
+    /// Every text frame received, in order.
+    pub log: Arc<Mutex<Vec<Value>>>,
+    /// The player id, once authenticated.
+    pub player_id: String,
+    /// A label for messages.
+    pub name: String,
+    /// Frames read while waiting for another, not yet taken by a wait.
+    unread: std::collections::VecDeque<Value>,
+}
+
+impl Client {
+    /// Connects to a gateway (not yet authenticated); reads the welcome.
+    pub async fn connect(addr: SocketAddr, name: &str) -> anyhow::Result<Client> {
+        let (ws, _) = tokio_tungstenite::connect_async(format!("ws://{addr}/ws/v1")).await?;
+        let mut client = Client {
+            ws,
+            log: Arc::default(),
+            player_id: String::new(),
+            name: name.to_owned(),
+            unread: Default::default(),
+        };
+        let welcome = client.next().await?;
+        anyhow::ensure!(
+            welcome["type"] == "welcome" && welcome["protocol"] == 1,
+            "{welcome}"
+        );
+        Ok(client)
+    }
+
+    /// Connects and authenticates as a new guest.
+    pub async fn guest(addr: SocketAddr, name: &str) -> anyhow::Result<Client> {
+        let (token, id) = guest_token(addr).await?;
+        Client::with_token(addr, name, &token, &id).await
+    }
+
+    /// Connects and authenticates with a token.
+    pub async fn with_token(
+        addr: SocketAddr,
+        name: &str,
+        token: &str,
+        id: &str,
+    ) -> anyhow::Result<Client> {
+        let mut client = Client::connect(addr, name).await?;
+        client.send(json!({"type": "auth", "token": token})).await?;
+        let reply = client.next().await?;
+        anyhow::ensure!(reply["type"] == "authenticated", "{}: {reply}", client.name);
+        client.player_id = id.to_owned();
+        Ok(client)
+    }
+
+    /// Sends a JSON message.
+    pub async fn send(&mut self, value: Value) -> anyhow::Result<()> {
+        self.ws
+            .send(Message::Text(value.to_string().into()))
+            .await?;
+        Ok(())
+    }
+
+    /// Sends raw text.
+    pub async fn send_raw(&mut self, text: String) -> anyhow::Result<()> {
+        self.ws.send(Message::Text(text.into())).await?;
+        Ok(())
+    }
+
+    /// The next text frame (recorded), within [`WAIT`].
+    pub async fn next(&mut self) -> anyhow::Result<Value> {
+        if let Some(v) = self.unread.pop_front() {
+            return Ok(v);
+        }
+        self.read().await
+    }
+
+    async fn read(&mut self) -> anyhow::Result<Value> {
+        loop {
+            let message = tokio::time::timeout(WAIT, self.ws.next())
+                .await
+                .with_context(|| format!("{}: no frame within {WAIT:?}", self.name))?
+                .with_context(|| format!("{}: connection closed", self.name))??;
+            match message {
+                Message::Text(text) => {
+                    let value: Value = serde_json::from_str(&text)?;
+                    self.log.lock().expect("log").push(value.clone());
+                    return Ok(value);
+                }
+                Message::Close(frame) => {
+                    anyhow::bail!("{}: closed by the server: {frame:?}", self.name)
+                }
+                _ => {}
+            }
+        }
+    }
+
+    /// The first frame that matches, from those read but not yet taken, then from the
+    /// wire; frames passed over stay available to later waits.
+    pub async fn until(
+        &mut self,
+        what: &str,
+        pred: impl Fn(&Value) -> bool,
+    ) -> anyhow::Result<Value> {
+        if let Some(i) = self.unread.iter().position(&pred) {
+            return Ok(self.unread.remove(i).expect("index is in range"));
+        }
+        loop {
+            let v = self
+                .read()
+                .await
+                .with_context(|| format!("waiting for {what}"))?;
+            if pred(&v) {
+                return Ok(v);
+            }
+            self.unread.push_back(v);
+        }
+    }
+
+    /// Waits for the event of `version` in `game`.
+    pub async fn event(&mut self, game: &str, version: u64) -> anyhow::Result<Value> {
+        self.until(&format!("event v{version}"), |v| {
+            v["type"] == "event" && v["game_id"] == game && v["version"] == version
+        })
+        .await
+    }
+
+    /// Waits for the ack of the action `id`.
+    pub async fn ack(&mut self, id: &str) -> anyhow::Result<Value> {
+        self.until(&format!("ack {id}"), |v| {
+            v["type"] == "ack" && v["id"] == id
+        })
+        .await
+    }
+
+    /// Waits for an error answering `id`.
+    pub async fn error_for(&mut self, id: &str) -> anyhow::Result<Value> {
+        self.until(&format!("error for {id}"), |v| {
+            v["type"] == "error" && v["id"] == id
+        })
+        .await
+    }
+
+    /// Sends a move and waits for its ack.
+    pub async fn play(&mut self, game: &str, uci: &str) -> anyhow::Result<u64> {
+        let id = format!(
+            "{}-{uci}-{}",
+            self.name,
+            self.log.lock().expect("log").len()
+        );
+        self.send(json!({"type": "move", "id": id, "game_id": game, "uci": uci}))
+            .await?;
+        let ack = self.ack(&id).await?;
+        ack["version"].as_u64().context("version")
+    }
+
+    /// Closes the connection.
+    pub async fn close(mut self) {
+        let _ = self.ws.close(None).await;
+    }
+
+    /// A snapshot of the frames received.
+    pub fn frames(&self) -> Vec<Value> {
+        self.log.lock().expect("log").clone()
+    }
+}
+
+/// Creates a board on `creator`'s connection and joins it from `joiner`'s; returns the game
+/// id once both have seen the start (version 2).
+pub async fn start_game(
+    creator: &mut Client,
+    joiner: &mut Client,
+    variant: &str,
+    color: &str,
+) -> anyhow::Result<String> {
+    creator
+        .send(json!({"type": "create_board", "id": "c", "variant": variant, "color": color}))
+        .await?;
+    let created = creator
+        .until("board_created", |v| v["type"] == "board_created")
+        .await?;
+    let code = created["code"].as_str().context("code")?.to_owned();
+    let game = created["game_id"].as_str().context("game")?.to_owned();
+    joiner
+        .send(json!({"type": "join_board", "id": "j", "code": code}))
+        .await?;
+    joiner
+        .until("board_joined", |v| v["type"] == "board_joined")
+        .await?;
+    // Each side sees the start either as the event of version 2 or, if its first view was
+    // read after the join, in that view.
+    for c in [creator, joiner] {
+        c.until("game view or start", |v| {
+            v["game_id"] == game.as_str()
+                && ((v["type"] == "game" && v["version"].as_u64() >= Some(2))
+                    || (v["type"] == "event" && v["version"] == 2))
+        })
+        .await?;
+    }
+    Ok(game)
+}
