@@ -2,7 +2,7 @@
 //! process on port 0 against the real Redis, NATS and Postgres of the test run, and
 //! WebSocket clients that record every frame they receive.
 
-#![allow(dead_code)]
+#![allow(dead_code, unreachable_pub)]
 
 pub mod leak;
 
