@@ -49,8 +49,16 @@ fn check_view_fen(fen: &str) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Checks one client's frames of hidden games played with `layout`.
+/// Checks one client's frames of hidden games all played with `layout`.
 pub fn check_client(frames: &[Value], layout: &str) -> anyhow::Result<usize> {
+    check_client_with(frames, &|_| Some(layout.to_owned()))
+}
+
+/// Checks one client's frames; `layout_of` gives each hidden game's true layout.
+pub fn check_client_with(
+    frames: &[Value],
+    layout_of: &dyn Fn(&str) -> Option<String>,
+) -> anyhow::Result<usize> {
     let mut seat: std::collections::HashMap<String, String> = Default::default();
     let mut ended: std::collections::HashMap<String, usize> = Default::default();
     let mut salts: Vec<(String, String)> = Vec::new();
@@ -59,6 +67,8 @@ pub fn check_client(frames: &[Value], layout: &str) -> anyhow::Result<usize> {
         let raw = frame.to_string();
         let ty = frame["type"].as_str().unwrap_or_default();
         let game = frame["game_id"].as_str().unwrap_or_default().to_owned();
+        let layout_string = layout_of(&game).unwrap_or_default();
+        let layout = layout_string.as_str();
         match ty {
             "board_created" | "board_joined" => {
                 seat.insert(
@@ -73,6 +83,7 @@ pub fn check_client(frames: &[Value], layout: &str) -> anyhow::Result<usize> {
                 if g["variant"] != "hidden" {
                     continue;
                 }
+                ensure!(!layout.is_empty(), "no known layout for hidden game {game}");
                 checked += 1;
                 check_view_fen(g["fen"].as_str().context("fen")?)?;
                 let ids = g["captured_identities"]

@@ -295,6 +295,11 @@ impl Client {
         }
     }
 
+    /// Forgets frames read but not taken (they stay in the log).
+    pub fn discard_unread(&mut self) {
+        self.unread.clear();
+    }
+
     /// Waits for the event of `version` in `game`.
     pub async fn event(&mut self, game: &str, version: u64) -> anyhow::Result<Value> {
         self.until(&format!("event v{version}"), |v| {
