@@ -4,13 +4,14 @@
 #   make perft   deep perft suites in release mode (10^7–10^8 nodes a position)
 #   make bench   perft speed benchmarks (divan); figures go in docs/benchmarks.md
 #   make fuzz    60 s of cargo-fuzz on every parser of untrusted input
+#   make run     every service built so far, on fixed loopback ports
 
 CARGO ?= cargo
 FUZZ_SECONDS ?= 60
 DATA := libs/rules/tests/data
 PERFT := $(CARGO) run --quiet --release -p frontier-rules --bin perft --
 
-.PHONY: all build test lint fmt perft bench fuzz clean
+.PHONY: all build test lint fmt perft bench fuzz run clean
 
 all: build
 
@@ -46,6 +47,10 @@ fuzz:
 	@command -v cargo-fuzz >/dev/null || $(CARGO) install cargo-fuzz --locked
 	mkdir -p libs/rules/fuzz/corpus/parse
 	cd libs/rules && RUSTC_BOOTSTRAP=1 $(CARGO) fuzz run parse fuzz/corpus/parse fuzz/seeds -- -max_total_time=$(FUZZ_SECONDS) -max_len=256
+
+# Uses the local Redis, NATS and Postgres, or throwaway ones as the tests do.
+run:
+	scripts/test-services.sh scripts/run-platform.sh
 
 clean:
 	$(CARGO) clean

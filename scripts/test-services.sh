@@ -56,7 +56,7 @@ else
 fi
 
 # NATS with JetStream
-if info=$( (exec 3<>/dev/tcp/127.0.0.1/4222; timeout 2 head -c 4096 <&3 | head -n 1) 2>/dev/null ) && [[ "$info" == *'"jetstream":true'* ]]; then
+if info=$( (exec 3<>/dev/tcp/127.0.0.1/4222; timeout 2 head -n 1 <&3) 2>/dev/null ) && [[ "$info" == *'"jetstream":true'* ]]; then
   export FRONTIER_TEST_NATS_URL="nats://127.0.0.1:4222"
 else
   ensure nats-server nats-server
