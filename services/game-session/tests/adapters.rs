@@ -185,10 +185,11 @@ async fn identities_travel_only_on_the_entitled_subject_and_finished_games_reach
         .await
         .expect("resign");
     for (audience, sub) in &mut subs {
-        // Versions 2 (started) to 6 (ended), in order, each once.
+        // Versions up to 6 (ended), in order, each once. (Version 1, the creation, may or
+        // may not arrive: it was published around the time of subscribing.)
         let mut versions = Vec::new();
         let mut identity = None;
-        while versions.len() < 5 {
+        while versions.last() != Some(&6) {
             let msg = tokio::time::timeout(Duration::from_secs(5), sub.next())
                 .await
                 .expect("events arrive")
@@ -212,7 +213,9 @@ async fn identities_travel_only_on_the_entitled_subject_and_finished_games_reach
             }
             versions.push(version);
         }
-        assert_eq!(versions, vec![2, 3, 4, 5, 6], "{audience:?}");
+        let from = versions[0];
+        assert!(from <= 2, "{audience:?}: {versions:?}");
+        assert_eq!(versions, (from..=6).collect::<Vec<u64>>(), "{audience:?}");
         match audience {
             AudienceSubject::White => assert_eq!(identity.as_deref(), Some("pawn")),
             _ => assert_eq!(identity, None, "{audience:?} must not learn the identity"),
