@@ -149,7 +149,10 @@ impl ChessClock {
             turn_started_ms: now_ms,
             moved: ByColor::default(),
             first_move_limit_ms,
-            lag: ByColor { white: lag, black: lag },
+            lag: ByColor {
+                white: lag,
+                black: lag,
+            },
             stopped: false,
         }
     }
@@ -202,7 +205,11 @@ impl ChessClock {
     /// A completed move by the side to act at `now_ms`, with its client-reported thinking
     /// time. Refused with the expiry if time had already run out; otherwise charges the
     /// time (less lag compensation), adds the increment and passes the turn.
-    pub fn complete_move(&mut self, now_ms: i64, reported_ms: Option<u64>) -> Result<MoveTiming, Expiry> {
+    pub fn complete_move(
+        &mut self,
+        now_ms: i64,
+        reported_ms: Option<u64>,
+    ) -> Result<MoveTiming, Expiry> {
         if let Some(expiry) = self.expired(now_ms) {
             return Err(expiry);
         }
@@ -291,17 +298,39 @@ mod tests {
     fn only_the_side_to_act_runs_and_increments_follow_moves() {
         let mut c = ChessClock::start(tc(3, 2), 30_000, 0);
         // First moves: limited by the first-move limit, not charged.
-        assert_eq!(c.deadline().map(|d| d.expiry), Some(Expiry::FirstMove(Color::White)));
+        assert_eq!(
+            c.deadline().map(|d| d.expiry),
+            Some(Expiry::FirstMove(Color::White))
+        );
         assert_eq!(c.complete_move(5_000, None).map(|t| t.spent_ms), Ok(0));
-        assert_eq!(c.deadline(), Some(Deadline { at_ms: 35_000, expiry: Expiry::FirstMove(Color::Black) }));
+        assert_eq!(
+            c.deadline(),
+            Some(Deadline {
+                at_ms: 35_000,
+                expiry: Expiry::FirstMove(Color::Black)
+            })
+        );
         assert_eq!(c.complete_move(7_000, None).map(|t| t.spent_ms), Ok(0));
         // From now on White's clock runs: 10 s spent, 2 s back.
         assert_eq!(c.reading(12_000).white_ms, 180_000 - 5_000);
-        assert_eq!(c.reading(12_000).black_ms, 180_000, "Black's clock is stopped");
+        assert_eq!(
+            c.reading(12_000).black_ms,
+            180_000,
+            "Black's clock is stopped"
+        );
         assert_eq!(c.reading(12_000).running, Some(Color::White));
-        assert_eq!(c.complete_move(17_000, None).map(|t| t.spent_ms), Ok(10_000));
+        assert_eq!(
+            c.complete_move(17_000, None).map(|t| t.spent_ms),
+            Ok(10_000)
+        );
         assert_eq!(c.remaining_ms.white, 180_000 - 10_000 + 2_000);
-        assert_eq!(c.deadline(), Some(Deadline { at_ms: 17_000 + 180_000, expiry: Expiry::Flag(Color::Black) }));
+        assert_eq!(
+            c.deadline(),
+            Some(Deadline {
+                at_ms: 17_000 + 180_000,
+                expiry: Expiry::Flag(Color::Black)
+            })
+        );
     }
 
     #[test]
@@ -312,7 +341,10 @@ mod tests {
         // White has 60 s from t=2 s: flag at 62 s, whatever lag it reports.
         assert_eq!(c.expired(61_999), None);
         assert_eq!(c.expired(62_000), Some(Expiry::Flag(Color::White)));
-        assert_eq!(c.complete_move(62_500, Some(0)), Err(Expiry::Flag(Color::White)));
+        assert_eq!(
+            c.complete_move(62_500, Some(0)),
+            Err(Expiry::Flag(Color::White))
+        );
         // Before the deadline, compensation can only give back measured lag.
         let mut c2 = ChessClock::start(tc(1, 0), 30_000, 0);
         c2.complete_move(0, None).expect("first");
@@ -326,7 +358,10 @@ mod tests {
         let mut c = ChessClock::start(tc(5, 0), 30_000, 1_000);
         assert_eq!(c.expired(30_999), None);
         assert_eq!(c.expired(31_000), Some(Expiry::FirstMove(Color::White)));
-        assert_eq!(c.complete_move(31_000, None), Err(Expiry::FirstMove(Color::White)));
+        assert_eq!(
+            c.complete_move(31_000, None),
+            Err(Expiry::FirstMove(Color::White))
+        );
     }
 
     #[test]

@@ -84,6 +84,18 @@ impl Namespace {
         format!("{}:game:{{{}}}:log", self.prefix, game)
     }
 
+    /// Redis sorted set of the next deadline of every timed live game (member: game id,
+    /// score: Unix ms). game-session writes it with each change; clock services claim
+    /// from it.
+    pub fn deadlines_key(&self) -> String {
+        format!("{}:deadlines", self.prefix)
+    }
+
+    /// Redis sorted set of deadlines claimed by a clock service (score: lease expiry).
+    pub fn deadlines_claimed_key(&self) -> String {
+        format!("{}:deadlines:claimed", self.prefix)
+    }
+
     /// Redis key mapping a private board's share code to its game.
     pub fn board_code_key(&self, code: &str) -> String {
         format!("{}:code:{}", self.prefix, code)

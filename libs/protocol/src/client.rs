@@ -102,6 +102,9 @@ pub enum ClientMessage {
         /// Apply only if the game is still at this version.
         #[serde(default)]
         expected_version: Option<u64>,
+        /// How long the player took to decide, in milliseconds (for lag compensation).
+        #[serde(default)]
+        move_time_ms: Option<u64>,
     },
     /// Answer a pending promotion.
     Promote {

@@ -17,8 +17,8 @@ pub use render::{
     to_json,
 };
 pub use server::{
-    CapturedIdentityWire, CapturedWire, GameEvent, GameWire, MoveWire, OutcomeWire, RevealWire,
-    ServerMessage, ShuffleWire,
+    CapturedIdentityWire, CapturedWire, ClocksWire, GameEvent, GameWire, MoveWire, OutcomeWire,
+    RevealWire, ServerMessage, ShuffleWire,
 };
 
 /// The protocol version, in the WebSocket path and the `welcome` message.

@@ -7,8 +7,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::ClockSpec;
 use crate::server::{
-    CapturedIdentityWire, CapturedWire, GameEvent, GameWire, MoveWire, OutcomeWire, RevealWire,
-    ServerMessage, ShuffleWire,
+    CapturedIdentityWire, CapturedWire, ClocksWire, GameEvent, GameWire, MoveWire, OutcomeWire,
+    RevealWire, ServerMessage, ShuffleWire,
 };
 
 /// A player as everyone sees them. A bot is always labelled.
@@ -62,6 +62,8 @@ pub struct GameMeta {
     pub black: Option<PlayerInfo>,
     /// A standing draw offer.
     pub draw_offer: Option<Color>,
+    /// Timed games: both clocks now.
+    pub clocks: Option<ClocksWire>,
 }
 
 /// A move of the public move list.
@@ -190,6 +192,7 @@ pub fn render_view(
         commitment: view.commitment.map(|c| c.to_hex()),
         outcome: view.outcome.as_ref().map(outcome_wire),
         shuffle: view.shuffle.as_ref().map(shuffle_wire),
+        clocks: meta.clocks.clone(),
     };
     to_json(&ServerMessage::Game {
         game_id: game_id.to_owned(),
@@ -206,6 +209,7 @@ pub fn render_event(
     event: &EventRender<'_>,
     outcome: Option<&Outcome>,
     shuffle: Option<&PublishedShuffle>,
+    clocks: Option<ClocksWire>,
 ) -> String {
     let event = match event {
         EventRender::Created { color, player } => GameEvent::Created {
@@ -285,6 +289,7 @@ pub fn render_event(
         event: Box::new(event),
         outcome: outcome.map(outcome_wire),
         shuffle: shuffle.map(shuffle_wire),
+        clocks,
     })
 }
 

@@ -106,7 +106,24 @@ pub enum ServerMessage {
         /// Hidden chess, set when the game ended: the shuffle to check the commitment.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         shuffle: Option<ShuffleWire>,
+        /// Timed games: both clocks after this change.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        clocks: Option<ClocksWire>,
     },
+}
+
+/// Both clocks as read at one server time, so a client can draw them without drift.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ClocksWire {
+    /// White's remaining milliseconds at `at`.
+    pub white_ms: u64,
+    /// Black's remaining milliseconds at `at`.
+    pub black_ms: u64,
+    /// `white` or `black`: whose clock runs (none before a side's first move, while the
+    /// first-move limit applies instead, and after the end).
+    pub running: Option<String>,
+    /// Server time of the reading, Unix milliseconds.
+    pub at: i64,
 }
 
 /// How a game ended.
@@ -211,6 +228,8 @@ pub struct GameWire {
     pub outcome: Option<OutcomeWire>,
     /// Hidden chess, once over: the shuffle.
     pub shuffle: Option<ShuffleWire>,
+    /// Timed games: both clocks now.
+    pub clocks: Option<ClocksWire>,
 }
 
 /// What happened in one change of a game.

@@ -33,12 +33,11 @@ pub struct Config {
     /// known in advance. No client can reach this setting.
     #[arg(long, env = "FRONTIER_TEST_FIXED_LAYOUT", hide = true)]
     pub test_fixed_layout: Option<String>,
-    /// TEST ONLY: the shortest clock base time accepted, in seconds (production: 60).
-    #[arg(
-        long,
-        env = "FRONTIER_TEST_MIN_CLOCK_SECONDS",
-        hide = true,
-        default_value_t = 60
-    )]
-    pub test_min_clock_seconds: u32,
+    /// Each side's limit for its first move; missing it aborts the game.
+    #[arg(long, env = "FRONTIER_FIRST_MOVE_LIMIT", default_value = "30s", value_parser = parse_duration)]
+    pub first_move_limit: Duration,
+    /// TEST ONLY: the length of one clock "minute" (production: 60s). Lowering it gives
+    /// tests short clocks without any change to the public API.
+    #[arg(long, env = "FRONTIER_TEST_CLOCK_MINUTE", hide = true, default_value = "60s", value_parser = parse_duration)]
+    pub test_clock_minute: Duration,
 }

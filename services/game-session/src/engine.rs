@@ -3,10 +3,12 @@
 //! No I/O: the service loads, calls this, and compare-and-sets the result.
 
 use bytes::Bytes;
+use frontier_chessclock::{ChessClock, Expiry, LagTracker, TimeControl};
 use frontier_proto::games::v1 as games;
 use frontier_proto::gamesession::storage::v1 as storage;
 use frontier_protocol::{
-    ErrorCode, EventRender, GameMeta, PlayerInfo, PublicMove, Status, render_event, render_view,
+    ClocksWire, ErrorCode, EventRender, GameMeta, PlayerInfo, PublicMove, Status, render_event,
+    render_view,
 };
 use frontier_rules::{
     Audience, ByColor, CapturedIdentity, Color, Game, GameSnapshot, MoveReport, Outcome, PlayError,
@@ -20,11 +22,40 @@ use crate::error::SessionError;
 /// How many action ids per seat are remembered for duplicate detection.
 const RECENT_ACTIONS: usize = 32;
 
+/// How clocks are set up when a timed game starts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ClockSettings {
+    /// Milliseconds in one "minute" of a time control: 60 000 in production; tests lower
+    /// it through start-up configuration (never through the API) to get short clocks.
+    pub ms_per_minute: u64,
+    /// The first-move limit.
+    pub first_move_limit_ms: u64,
+}
+
+impl Default for ClockSettings {
+    fn default() -> Self {
+        ClockSettings {
+            ms_per_minute: 60_000,
+            first_move_limit_ms: 30_000,
+        }
+    }
+}
+
+/// The outcome of applying an action.
+#[derive(Debug)]
+pub enum Applied {
+    /// Applied.
+    Done(Change),
+    /// Not applied, but time had run out: the change ends the game on time and must be
+    /// stored; the action is then refused with the error.
+    TimedOut(Change, SessionError),
+}
+
 /// A player action.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Action {
-    /// A move in UCI.
-    Move(String),
+    /// A move in UCI, with the client's reported thinking time.
+    Move(String, Option<u64>),
     /// A promotion choice.
     Promote(Role),
     /// Resignation.
@@ -52,6 +83,64 @@ pub struct Change {
 pub struct Record {
     stored: storage::StoredGame,
     game: Game,
+    clock: Option<ChessClock>,
+}
+
+fn color_of(code: u32) -> Color {
+    if code == 2 {
+        Color::Black
+    } else {
+        Color::White
+    }
+}
+
+fn clock_from_stored(c: &storage::ClockState) -> ChessClock {
+    ChessClock {
+        tc: TimeControl {
+            initial_ms: c.initial_ms,
+            increment_ms: c.increment_ms,
+        },
+        remaining_ms: ByColor {
+            white: c.white_ms,
+            black: c.black_ms,
+        },
+        to_act: color_of(c.to_act),
+        turn_started_ms: c.turn_started_ms,
+        moved: ByColor {
+            white: c.white_moved,
+            black: c.black_moved,
+        },
+        first_move_limit_ms: c.first_move_limit_ms,
+        lag: ByColor {
+            white: LagTracker {
+                quota_ms: c.white_quota_ms,
+                gain_ms: c.gain_ms,
+            },
+            black: LagTracker {
+                quota_ms: c.black_quota_ms,
+                gain_ms: c.gain_ms,
+            },
+        },
+        stopped: c.stopped,
+    }
+}
+
+fn clock_to_stored(c: &ChessClock) -> storage::ClockState {
+    storage::ClockState {
+        initial_ms: c.tc.initial_ms,
+        increment_ms: c.tc.increment_ms,
+        white_ms: c.remaining_ms.white,
+        black_ms: c.remaining_ms.black,
+        to_act: color_code(c.to_act),
+        turn_started_ms: c.turn_started_ms,
+        white_moved: c.moved.white,
+        black_moved: c.moved.black,
+        first_move_limit_ms: c.first_move_limit_ms,
+        white_quota_ms: c.lag.white.quota_ms,
+        black_quota_ms: c.lag.black.quota_ms,
+        gain_ms: c.lag.white.gain_ms,
+        stopped: c.stopped,
+    }
 }
 
 fn client(code: ErrorCode, message: impl Into<String>) -> SessionError {
@@ -135,11 +224,13 @@ impl Record {
         rated: bool,
         time_control: Option<games::TimeControl>,
         shuffle: Option<Shuffle>,
+        start: Option<frontier_rules::Position>,
         code: &str,
         now_ms: i64,
     ) -> Record {
-        let game = match (variant, shuffle) {
-            (Variant::Hidden, Some(shuffle)) => Game::new_hidden(shuffle),
+        let game = match (variant, shuffle, start) {
+            (Variant::Hidden, Some(shuffle), _) => Game::new_hidden(shuffle),
+            (_, _, Some(position)) => Game::from_position(position),
             _ => Game::from_position(frontier_rules::Position::new(variant)),
         };
         let start_fen = game.position().fen();
@@ -165,6 +256,7 @@ impl Record {
                 ..Default::default()
             },
             game,
+            clock: None,
         };
         record.sync_snapshot();
         record
@@ -208,7 +300,12 @@ impl Record {
             ply: stored.ply,
         };
         let game = Game::restore(snapshot).map_err(|e| SessionError::Corrupt(e.to_string()))?;
-        Ok(Record { stored, game })
+        let clock = stored.clock.as_ref().map(clock_from_stored);
+        Ok(Record {
+            stored,
+            game,
+            clock,
+        })
     }
 
     fn sync_snapshot(&mut self) {
@@ -225,6 +322,25 @@ impl Record {
         s.pending = snap.pending.map(|m| m.to_string()).unwrap_or_default();
         s.outcome = snap.outcome.unwrap_or_default();
         s.ply = snap.ply;
+        s.clock = self.clock.as_ref().map(clock_to_stored);
+    }
+
+    /// The next clock deadline (Unix ms) of a game being played.
+    pub fn deadline(&self) -> Option<i64> {
+        if self.status() != Status::Playing {
+            return None;
+        }
+        self.clock.as_ref()?.deadline().map(|d| d.at_ms)
+    }
+
+    fn clocks(&self, now_ms: i64) -> Option<ClocksWire> {
+        let reading = self.clock.as_ref()?.reading(now_ms);
+        Some(ClocksWire {
+            white_ms: reading.white_ms,
+            black_ms: reading.black_ms,
+            running: reading.running.map(|c| c.name().to_owned()),
+            at: reading.at_ms,
+        })
     }
 
     /// The stored form.
@@ -313,7 +429,7 @@ impl Record {
         }
     }
 
-    fn meta(&self) -> GameMeta {
+    fn meta(&self, now_ms: i64) -> GameMeta {
         GameMeta {
             variant: self.game.variant().name(),
             rated: self.stored.rated,
@@ -332,6 +448,7 @@ impl Record {
                 2 => Some(Color::Black),
                 _ => None,
             },
+            clocks: self.clocks(now_ms),
         }
     }
 
@@ -349,12 +466,12 @@ impl Record {
             .collect()
     }
 
-    /// The `game` frame for one audience at `version`.
-    pub fn view_frame(&self, version: u64, audience: Audience) -> String {
+    /// The `game` frame for one audience at `version`, clocks read at `now_ms`.
+    pub fn view_frame(&self, version: u64, audience: Audience, now_ms: i64) -> String {
         render_view(
             self.id(),
             version,
-            &self.meta(),
+            &self.meta(now_ms),
             &self.game.view(audience),
             &self.public_moves(),
         )
@@ -370,9 +487,10 @@ impl Record {
     }
 
     /// The frames of a non-move event at `version`.
-    fn simple_event(&self, version: u64, event: &EventRender<'_>) -> AudienceFrames {
+    fn simple_event(&self, version: u64, event: &EventRender<'_>, now_ms: i64) -> AudienceFrames {
         let outcome = self.game.outcome();
         let shuffle = self.game.published_shuffle();
+        let clocks = self.clocks(now_ms);
         self.frames(version, |_| {
             render_event(
                 self.id(),
@@ -380,6 +498,7 @@ impl Record {
                 event,
                 outcome.as_ref(),
                 shuffle.as_ref(),
+                clocks.clone(),
             )
         })
     }
@@ -405,6 +524,7 @@ impl Record {
                 color,
                 player: &player,
             },
+            self.stored.created_at_ms,
         )
     }
 
@@ -414,6 +534,7 @@ impl Record {
         player: games::Player,
         version: u64,
         now_ms: i64,
+        clocks: ClockSettings,
     ) -> Result<(Color, Change), SessionError> {
         if self.is_finished() {
             return Err(client(
@@ -452,6 +573,13 @@ impl Record {
         };
         self.stored.phase = storage::Phase::Playing as i32;
         self.stored.started_at_ms = now_ms;
+        self.clock = self.stored.time_control.map(|tc| {
+            let tc = TimeControl {
+                initial_ms: u64::from(tc.initial_seconds) * clocks.ms_per_minute / 60,
+                increment_ms: u64::from(tc.increment_seconds) * 1000,
+            };
+            ChessClock::start(tc, clocks.first_move_limit_ms, now_ms)
+        });
         let (Some(white), Some(black)) = (&self.stored.white, &self.stored.black) else {
             return Err(SessionError::Internal(
                 "a started game has both players".into(),
@@ -464,7 +592,7 @@ impl Record {
             commitment: self.game.commitment().map(|c| c.to_hex()),
             fen: self.game.position().fen(),
         };
-        let frames = self.simple_event(version, &render);
+        let frames = self.simple_event(version, &render, now_ms);
         Ok((
             color,
             Change {
@@ -474,8 +602,42 @@ impl Record {
         ))
     }
 
-    /// Applies `seat`'s action, producing version `version`.
+    /// Ends the game on time if its clock ran out by `now_ms` (version `version`).
+    pub fn expire(&mut self, version: u64, now_ms: i64) -> Option<Change> {
+        if self.status() != Status::Playing {
+            return None;
+        }
+        let expiry = self.clock.as_ref()?.expired(now_ms)?;
+        let ended = match expiry {
+            Expiry::Flag(color) => self.game.flag(color),
+            Expiry::FirstMove(_) => self.game.abort(),
+        };
+        if ended.is_err() {
+            return None;
+        }
+        Some(self.finish(version, now_ms, &EventRender::Ended))
+    }
+
+    /// Applies `seat`'s action, producing version `version`. If the clock ran out before
+    /// the action arrived, the game ends on time instead and the action is refused.
     pub fn apply(
+        &mut self,
+        seat: Color,
+        action: &Action,
+        version: u64,
+        now_ms: i64,
+    ) -> Result<Applied, SessionError> {
+        if let Some(change) = self.expire(version, now_ms) {
+            return Ok(Applied::TimedOut(
+                change,
+                client(ErrorCode::GameOver, "too late: the game ended on time"),
+            ));
+        }
+        self.apply_in_time(seat, action, version, now_ms)
+            .map(Applied::Done)
+    }
+
+    fn apply_in_time(
         &mut self,
         seat: Color,
         action: &Action,
@@ -497,13 +659,17 @@ impl Record {
             Status::Playing => {}
         }
         let change = match action {
-            Action::Move(uci) => {
+            Action::Move(uci, move_time_ms) => {
                 if self.game.side_to_act() != seat {
                     return Err(client(ErrorCode::NotYourTurn, "it is your opponent's turn"));
                 }
                 let report = self.game.play_uci(uci).map_err(play_error)?;
                 // A move answers any standing draw offer: declined.
                 self.stored.draw_offer = 0;
+                // A move waiting for its promotion choice is not complete: the clock runs on.
+                if !report.for_audience(Audience::Spectator).promotion_pending {
+                    self.tick(now_ms, *move_time_ms);
+                }
                 self.record_move(&report, now_ms);
                 self.move_change(&report, version, now_ms)
             }
@@ -515,6 +681,7 @@ impl Record {
                     ));
                 }
                 let report = self.game.choose_promotion(*role).map_err(play_error)?;
+                self.tick(now_ms, None);
                 if let Some(last) = self.stored.moves.last_mut() {
                     last.uci = report.for_audience(Audience::Spectator).uci.to_string();
                 }
@@ -537,7 +704,7 @@ impl Record {
                 }
                 self.stored.draw_offer = mine;
                 Change {
-                    frames: self.simple_event(version, &EventRender::DrawOffered(seat)),
+                    frames: self.simple_event(version, &EventRender::DrawOffered(seat), now_ms),
                     finished: false,
                 }
             }
@@ -559,7 +726,7 @@ impl Record {
                 }
                 self.stored.draw_offer = 0;
                 Change {
-                    frames: self.simple_event(version, &EventRender::DrawDeclined(seat)),
+                    frames: self.simple_event(version, &EventRender::DrawDeclined(seat), now_ms),
                     finished: false,
                 }
             }
@@ -586,7 +753,7 @@ impl Record {
     fn finish(&mut self, version: u64, now_ms: i64, render: &EventRender<'_>) -> Change {
         self.mark_finished(now_ms);
         Change {
-            frames: self.simple_event(version, render),
+            frames: self.simple_event(version, render, now_ms),
             finished: true,
         }
     }
@@ -595,6 +762,20 @@ impl Record {
         self.stored.phase = storage::Phase::Finished as i32;
         self.stored.ended_at_ms = now_ms;
         self.stored.draw_offer = 0;
+        if let Some(clock) = &mut self.clock {
+            clock.stop(now_ms);
+        }
+    }
+
+    /// A completed move on the clock. Time was checked on arrival (`apply`), so this
+    /// cannot flag; if it ever did, the clock keeps the side at zero and the next check
+    /// ends the game.
+    fn tick(&mut self, now_ms: i64, move_time_ms: Option<u64>) {
+        if let Some(clock) = &mut self.clock
+            && let Err(expiry) = clock.complete_move(now_ms, move_time_ms)
+        {
+            tracing::warn!(%expiry, "a move passed the arrival check and then flagged");
+        }
     }
 
     fn record_move(&mut self, report: &MoveReport, now_ms: i64) {
@@ -634,6 +815,7 @@ impl Record {
         }
         let outcome = self.game.outcome();
         let shuffle = self.game.published_shuffle();
+        let clocks = self.clocks(now_ms);
         let frames = self.frames(version, |audience| {
             let event = report.for_audience(audience);
             let after = self.game.view(audience);
@@ -646,6 +828,7 @@ impl Record {
                 },
                 outcome.as_ref(),
                 shuffle.as_ref(),
+                clocks.clone(),
             )
         });
         Change { frames, finished }

@@ -82,7 +82,7 @@ fn color_seat(color: Color) -> pb::Seat {
 fn action_of(action: Option<pb::act_request::Action>) -> Result<Action, Status> {
     use pb::act_request::Action as A;
     Ok(match action.ok_or_else(|| bad("an action is required"))? {
-        A::Move(m) => Action::Move(m.uci),
+        A::Move(m) => Action::Move(m.uci, m.move_time_ms),
         A::Promote(p) => {
             let role = match p.role.as_str() {
                 "q" | "queen" => Role::Queen,
@@ -126,6 +126,7 @@ impl<S: GameStore, B: EventBus> GameSession for GrpcGameSession<S, B> {
                 color,
                 rated: r.rated,
                 time_control: r.time_control,
+                start_fen: None,
             })
             .await
             .map_err(status)?;
@@ -194,6 +195,20 @@ impl<S: GameStore, B: EventBus> GameSession for GrpcGameSession<S, B> {
             .await
             .map_err(status)?;
         Ok(Response::new(pb::ActResponse { version, duplicate }))
+    }
+
+    #[tracing::instrument(skip_all, fields(game = %request.get_ref().game_id))]
+    async fn expire_clock(
+        &self,
+        request: Request<pb::ExpireClockRequest>,
+    ) -> Result<Response<pb::ExpireClockResponse>, Status> {
+        let r = request.into_inner();
+        let game = game_id(&r.game_id)?;
+        let (ended, next) = self.service.expire_clock(&game).await.map_err(status)?;
+        Ok(Response::new(pb::ExpireClockResponse {
+            ended,
+            next_deadline_ms: next.unwrap_or(0),
+        }))
     }
 
     #[tracing::instrument(skip_all)]

@@ -47,8 +47,14 @@ pub async fn build(config: &Config) -> anyhow::Result<Arc<GameService<RedisStore
         None => Arc::new(RandomLayouts),
     };
     let clock: Arc<dyn Clock> = Arc::new(SystemClock);
+    if config.test_clock_minute != std::time::Duration::from_secs(60) {
+        tracing::warn!(minute = ?config.test_clock_minute, "TEST ONLY: clock minutes are shortened");
+    }
     let settings = Settings {
-        min_clock_seconds: config.test_min_clock_seconds,
+        clocks: engine::ClockSettings {
+            ms_per_minute: config.test_clock_minute.as_millis() as u64,
+            first_move_limit_ms: config.first_move_limit.as_millis() as u64,
+        },
         ..Settings::default()
     };
     Ok(Arc::new(GameService::new(

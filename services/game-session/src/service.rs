@@ -13,7 +13,7 @@ use frontier_rules::{Audience, Color, RandomError, Shuffle, Variant};
 use prost::Message as _;
 
 use crate::bus::{AudienceFrames, EventBus};
-use crate::engine::{Action, Change, Record};
+use crate::engine::{Action, Applied, Change, ClockSettings, Record};
 use crate::error::SessionError;
 use crate::store::{GameStore, Write};
 
@@ -67,9 +67,8 @@ impl LayoutSource for FixedLayout {
 /// Tunables.
 #[derive(Debug, Clone)]
 pub struct Settings {
-    /// Shortest base time accepted for a clock, in seconds (60 in production; tests lower
-    /// it through start-up configuration only).
-    pub min_clock_seconds: u32,
+    /// How clocks start (the length of a "minute", the first-move limit).
+    pub clocks: ClockSettings,
     /// How long a share code stays valid.
     pub code_ttl: Duration,
     /// How long a finished game stays in Redis (its record is in the stream by then).
@@ -81,7 +80,7 @@ pub struct Settings {
 impl Default for Settings {
     fn default() -> Self {
         Settings {
-            min_clock_seconds: 60,
+            clocks: ClockSettings::default(),
             code_ttl: Duration::from_secs(24 * 3600),
             finished_ttl: Duration::from_secs(3600),
             resume_max: 256,
@@ -111,6 +110,9 @@ pub struct NewBoard {
     pub rated: bool,
     /// The clock.
     pub time_control: Option<games::TimeControl>,
+    /// TEST ONLY: a standard or atomic start position other than the usual one (FEN).
+    /// Not in the gRPC API: only in-process callers (tests) can set it.
+    pub start_fen: Option<String>,
 }
 
 /// Share-code alphabet: no 0/O/1/I, so a code reads aloud without ambiguity.
@@ -266,8 +268,8 @@ impl<S: GameStore, B: EventBus> GameService<S, B> {
             return Err(client(ErrorCode::BadField, "creator id must be a UUID"));
         }
         if let Some(tc) = &board.time_control {
-            let minimum = self.settings.min_clock_seconds;
-            if tc.initial_seconds < minimum
+            if tc.initial_seconds % 60 != 0
+                || tc.initial_seconds < 60
                 || tc.initial_seconds > 3600
                 || tc.increment_seconds > 60
             {
@@ -288,6 +290,19 @@ impl<S: GameStore, B: EventBus> GameService<S, B> {
                     .map_err(|e| SessionError::Internal(e.to_string()))?,
             ),
             _ => None,
+        };
+        let start = match &board.start_fen {
+            Some(fen) if board.variant != Variant::Hidden => Some(
+                frontier_rules::Position::from_fen(board.variant, fen)
+                    .map_err(|e| client(ErrorCode::BadField, e.to_string()))?,
+            ),
+            Some(_) => {
+                return Err(client(
+                    ErrorCode::BadField,
+                    "hidden games start from the start position",
+                ));
+            }
+            None => None,
         };
         let game = GameId::new();
         let mut code = random_code()?;
@@ -313,6 +328,7 @@ impl<S: GameStore, B: EventBus> GameService<S, B> {
             board.rated,
             board.time_control,
             shuffle,
+            start,
             &code,
             self.clock.now_ms(),
         );
@@ -326,6 +342,7 @@ impl<S: GameStore, B: EventBus> GameService<S, B> {
                 state: record.encode(),
                 entries: vec![log_entry(&frames)],
                 finished_ttl: None,
+                deadline: None,
             })
             .await?;
         if !stored {
@@ -362,7 +379,12 @@ impl<S: GameStore, B: EventBus> GameService<S, B> {
         for _ in 0..MAX_ATTEMPTS {
             let (version, mut record) = self.load(&game).await?;
             let next = version + 1;
-            let (color, change) = match record.join(player.clone(), next, self.clock.now_ms()) {
+            let (color, change) = match record.join(
+                player.clone(),
+                next,
+                self.clock.now_ms(),
+                self.settings.clocks,
+            ) {
                 Err(SessionError::AlreadySeated(color)) => return Ok((game, color)),
                 other => other?,
             };
@@ -392,6 +414,7 @@ impl<S: GameStore, B: EventBus> GameService<S, B> {
                 state: record.encode(),
                 entries: vec![log_entry(&change.frames)],
                 finished_ttl: change.finished.then_some(self.settings.finished_ttl),
+                deadline: record.deadline(),
             })
             .await?)
     }
@@ -404,7 +427,11 @@ impl<S: GameStore, B: EventBus> GameService<S, B> {
     ) -> Result<(u64, Audience, String), SessionError> {
         let (version, record) = self.load(game).await?;
         let audience = record.seat_of(player_id);
-        Ok((version, audience, record.view_frame(version, audience)))
+        Ok((
+            version,
+            audience,
+            record.view_frame(version, audience, self.clock.now_ms()),
+        ))
     }
 
     /// Applies a player's action.
@@ -438,14 +465,56 @@ impl<S: GameStore, B: EventBus> GameService<S, B> {
                 ));
             }
             let next = version + 1;
-            let change = record.apply(seat, action, next, self.clock.now_ms())?;
-            record.remember_action(seat, action_id, next);
-            if self.commit(game, version, &mut record, &change).await? {
-                self.publish(game, &record, &change).await;
-                return Ok((next, false));
+            match record.apply(seat, action, next, self.clock.now_ms())? {
+                Applied::Done(change) => {
+                    record.remember_action(seat, action_id, next);
+                    if self.commit(game, version, &mut record, &change).await? {
+                        self.publish(game, &record, &change).await;
+                        return Ok((next, false));
+                    }
+                }
+                Applied::TimedOut(change, refusal) => {
+                    if self.commit(game, version, &mut record, &change).await? {
+                        self.publish(game, &record, &change).await;
+                        return Err(refusal);
+                    }
+                }
             }
             // Lost the race: another instance changed the game. Reload and decide again.
             tokio::task::yield_now().await;
+        }
+        Err(SessionError::Internal(
+            "too much contention on this game".into(),
+        ))
+    }
+
+    /// A clock service found `game`'s deadline due: ends the game on time if its clock
+    /// really ran out, else schedules its current deadline again. Returns whether it ended
+    /// and the deadline now scheduled.
+    pub async fn expire_clock(&self, game: &GameId) -> Result<(bool, Option<i64>), SessionError> {
+        for _ in 0..MAX_ATTEMPTS {
+            let (version, mut record) = match self.load(game).await {
+                Ok(loaded) => loaded,
+                Err(SessionError::Client(ErrorCode::GameNotFound, _)) => {
+                    self.store.schedule(game, None).await?;
+                    return Ok((false, None));
+                }
+                Err(e) => return Err(e),
+            };
+            let next = version + 1;
+            match record.expire(next, self.clock.now_ms()) {
+                Some(change) => {
+                    if self.commit(game, version, &mut record, &change).await? {
+                        self.publish(game, &record, &change).await;
+                        return Ok((true, None));
+                    }
+                }
+                None => {
+                    let deadline = record.deadline();
+                    self.store.schedule(game, deadline).await?;
+                    return Ok((false, deadline));
+                }
+            }
         }
         Err(SessionError::Internal(
             "too much contention on this game".into(),
@@ -467,7 +536,8 @@ impl<S: GameStore, B: EventBus> GameService<S, B> {
         };
         let (version, record) = self.load(game).await?;
         let audience = record.seat_of(player_id);
-        let full = || Resume::View(version, record.view_frame(version, audience));
+        let now = self.clock.now_ms();
+        let full = || Resume::View(version, record.view_frame(version, audience, now));
         if after > version || version - after > max as u64 {
             return Ok((audience, full()));
         }

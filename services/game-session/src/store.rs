@@ -38,6 +38,8 @@ pub struct Write {
     /// The game ended: put it in the outbox of finished games to publish, and let its keys
     /// expire after this long.
     pub finished_ttl: Option<Duration>,
+    /// The game's next clock deadline (Unix ms), or none (no clock, or over).
+    pub deadline: Option<i64>,
 }
 
 /// The storage of live games.
@@ -81,16 +83,31 @@ pub trait GameStore: Send + Sync + 'static {
 
     /// The record of `game` reached the stream.
     fn outbox_done(&self, game: &GameId) -> impl Future<Output = Result<(), StoreError>> + Send;
+
+    /// Schedules (or, with none, drops) `game`'s deadline outside a compare-and-set (after
+    /// a clock check found nothing due).
+    fn schedule(
+        &self,
+        game: &GameId,
+        deadline: Option<i64>,
+    ) -> impl Future<Output = Result<(), StoreError>> + Send;
 }
 
-/// Compare-and-set of a game: KEYS state, log, outbox; ARGV expected, version, state,
-/// ttl-seconds (0: none), game id, then the log entries.
+/// Compare-and-set of a game: KEYS state, log, outbox, deadlines; ARGV expected, version,
+/// state, ttl-seconds (0: none), game id, deadline (Unix ms, or -1 for none), then the log
+/// entries. (One Redis: the outbox and deadline sets are shared by all games, so under
+/// Redis Cluster they would need one per slot.)
 const CAS_SCRIPT: &str = r#"
 local current = redis.call('HGET', KEYS[1], 'v')
 if current == false then current = '0' end
 if current ~= ARGV[1] then return 0 end
 redis.call('HSET', KEYS[1], 'v', ARGV[2], 's', ARGV[3])
-for i = 6, #ARGV do redis.call('RPUSH', KEYS[2], ARGV[i]) end
+for i = 7, #ARGV do redis.call('RPUSH', KEYS[2], ARGV[i]) end
+if tonumber(ARGV[6]) >= 0 then
+  redis.call('ZADD', KEYS[4], ARGV[6], ARGV[5])
+else
+  redis.call('ZREM', KEYS[4], ARGV[5])
+end
 local ttl = tonumber(ARGV[4])
 if ttl > 0 then
   redis.call('EXPIRE', KEYS[1], ttl)
@@ -147,11 +164,13 @@ impl GameStore for RedisStore {
             .key(self.ns.game_state_key(&write.game))
             .key(self.ns.game_log_key(&write.game))
             .key(self.outbox_key())
+            .key(self.ns.deadlines_key())
             .arg(write.expected)
             .arg(write.version)
             .arg(write.state.as_ref())
             .arg(write.finished_ttl.map_or(0, |d| d.as_secs().max(1)))
-            .arg(write.game.to_string());
+            .arg(write.game.to_string())
+            .arg(write.deadline.unwrap_or(-1));
         for entry in &write.entries {
             invocation.arg(entry.as_ref());
         }
@@ -225,6 +244,28 @@ impl GameStore for RedisStore {
             .await?;
         Ok(())
     }
+
+    async fn schedule(&self, game: &GameId, deadline: Option<i64>) -> Result<(), StoreError> {
+        let mut conn = self.conn.clone();
+        let _: i64 = match deadline {
+            Some(at) => {
+                redis::cmd("ZADD")
+                    .arg(self.ns.deadlines_key())
+                    .arg(at)
+                    .arg(game.to_string())
+                    .query_async(&mut conn)
+                    .await?
+            }
+            None => {
+                redis::cmd("ZREM")
+                    .arg(self.ns.deadlines_key())
+                    .arg(game.to_string())
+                    .query_async(&mut conn)
+                    .await?
+            }
+        };
+        Ok(())
+    }
 }
 
 #[derive(Default)]
@@ -239,6 +280,7 @@ struct MemoryInner {
     games: HashMap<GameId, MemoryGame>,
     codes: HashMap<String, GameId>,
     outbox: Vec<GameId>,
+    deadlines: HashMap<GameId, i64>,
 }
 
 /// Games in memory, with the same compare-and-set semantics (expiry is not modelled).
@@ -281,6 +323,10 @@ impl GameStore for MemoryStore {
         if write.finished_ttl.is_some() && !inner.outbox.contains(&write.game) {
             inner.outbox.push(write.game);
         }
+        match write.deadline {
+            Some(at) => inner.deadlines.insert(write.game, at),
+            None => inner.deadlines.remove(&write.game),
+        };
         Ok(true)
     }
 
@@ -330,5 +376,21 @@ impl GameStore for MemoryStore {
     async fn outbox_done(&self, game: &GameId) -> Result<(), StoreError> {
         self.lock().outbox.retain(|g| g != game);
         Ok(())
+    }
+
+    async fn schedule(&self, game: &GameId, deadline: Option<i64>) -> Result<(), StoreError> {
+        let mut inner = self.lock();
+        match deadline {
+            Some(at) => inner.deadlines.insert(*game, at),
+            None => inner.deadlines.remove(game),
+        };
+        Ok(())
+    }
+}
+
+impl MemoryStore {
+    /// The scheduled deadline of a game (tests).
+    pub fn deadline(&self, game: &GameId) -> Option<i64> {
+        self.lock().deadlines.get(game).copied()
     }
 }

@@ -66,6 +66,7 @@ async fn compare_and_set_lets_exactly_one_racer_win() {
         state: Bytes::from_static(b"one"),
         entries: vec![Bytes::from_static(b"e1")],
         finished_ttl: None,
+        deadline: None,
     };
     assert!(store.compare_and_set(first.clone()).await.expect("cas"));
     assert!(
@@ -84,6 +85,7 @@ async fn compare_and_set_lets_exactly_one_racer_win() {
                         state: Bytes::from(format!("racer {i}")),
                         entries: vec![Bytes::from(format!("e2 by {i}"))],
                         finished_ttl: None,
+                        deadline: None,
                     })
                     .await
                     .expect("cas")
@@ -118,6 +120,7 @@ async fn two_instances_racing_on_one_game_apply_one_move() {
             color: Some(Color::White),
             rated: false,
             time_control: None,
+            start_fen: None,
         })
         .await
         .expect("created");
@@ -125,7 +128,10 @@ async fn two_instances_racing_on_one_game_apply_one_move() {
         .await
         .expect("joined on the other instance");
     // Both instances try to play a different first move for White at once.
-    let (e4, d4) = (Action::Move("e2e4".into()), Action::Move("d2d4".into()));
+    let (e4, d4) = (
+        Action::Move("e2e4".into(), None),
+        Action::Move("d2d4".into(), None),
+    );
     let (ra, rb) = tokio::join!(
         a.act(&game, &white.id, "x", None, &e4),
         b.act(&game, &white.id, "y", None, &d4),
@@ -158,6 +164,7 @@ async fn identities_travel_only_on_the_entitled_subject_and_finished_games_reach
             color: Some(Color::White),
             rated: false,
             time_control: None,
+            start_fen: None,
         })
         .await
         .expect("created");
@@ -177,7 +184,7 @@ async fn identities_travel_only_on_the_entitled_subject_and_finished_games_reach
     client.flush().await.expect("flush");
     svc.join_board(black.clone(), &code).await.expect("joined");
     for (who, uci) in [(&white, "b1c3"), (&black, "a7a6"), (&white, "c3c7")] {
-        svc.act(&game, &who.id, "", None, &Action::Move(uci.into()))
+        svc.act(&game, &who.id, "", None, &Action::Move(uci.into(), None))
             .await
             .expect(uci);
     }

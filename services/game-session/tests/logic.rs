@@ -57,6 +57,7 @@ async fn started(svc: &Service, variant: Variant) -> (GameId, Player, Player) {
             color: Some(Color::White),
             rated: false,
             time_control: None,
+            start_fen: None,
         })
         .await
         .expect("created");
@@ -69,7 +70,7 @@ async fn started(svc: &Service, variant: Variant) -> (GameId, Player, Player) {
 }
 
 fn mv(uci: &str) -> Action {
-    Action::Move(uci.to_owned())
+    Action::Move(uci.to_owned(), None)
 }
 
 #[tokio::test]
@@ -166,6 +167,7 @@ async fn boards_refuse_bad_joins() {
         color: None,
         rated: true,
         time_control: None,
+        start_fen: None,
     };
     let err = svc
         .create_board(NewBoard {
@@ -236,6 +238,7 @@ async fn boards_refuse_bad_joins() {
                 initial_seconds: 30,
                 increment_seconds: 0,
             }),
+            start_fen: None,
         })
         .await
         .expect_err("30 s is below the minimum");

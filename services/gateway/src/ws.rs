@@ -429,6 +429,7 @@ impl<A: Accounts> Connection<A> {
                 game_id,
                 uci,
                 expected_version,
+                move_time_ms,
                 ..
             } => {
                 if uci.len() > 8 {
@@ -439,7 +440,11 @@ impl<A: Accounts> Connection<A> {
                         "a move is written like e2e4 or e7e8q",
                     );
                 }
-                (game_id, expected_version, A::Move(pb::MoveAction { uci }))
+                (
+                    game_id,
+                    expected_version,
+                    A::Move(pb::MoveAction { uci, move_time_ms }),
+                )
             }
             ClientMessage::Promote { game_id, role, .. } => {
                 if role.len() > 8 {

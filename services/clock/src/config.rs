@@ -1,0 +1,38 @@
+//! The clock service's configuration.
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use frontier_platform::config::{NamespaceArgs, RedisArgs, parse_duration};
+
+/// clock: fires flag falls and first-move limits.
+#[derive(Debug, Clone, clap::Parser)]
+#[command(name = "clock", version)]
+pub struct Config {
+    /// game-session gRPC URLs, comma-separated.
+    #[arg(
+        long,
+        env = "FRONTIER_GAME_SESSION_URLS",
+        value_delimiter = ',',
+        default_value = "http://127.0.0.1:50051"
+    )]
+    pub game_session_urls: Vec<String>,
+    /// Redis.
+    #[command(flatten)]
+    pub redis: RedisArgs,
+    /// Namespace.
+    #[command(flatten)]
+    pub namespace: NamespaceArgs,
+    /// How often to look for due deadlines (bounds the firing lag).
+    #[arg(long, env = "FRONTIER_CLOCK_POLL", default_value = "20ms", value_parser = parse_duration)]
+    pub poll_interval: Duration,
+    /// How long a claimed deadline is held before another instance may take it over.
+    #[arg(long, env = "FRONTIER_CLOCK_LEASE", default_value = "500ms", value_parser = parse_duration)]
+    pub lease: Duration,
+    /// Most deadlines claimed per poll.
+    #[arg(long, env = "FRONTIER_CLOCK_BATCH", default_value_t = 256)]
+    pub batch: usize,
+    /// Where to serve Prometheus metrics (`/metrics`): deadlines tracked, firing lag.
+    #[arg(long, env = "FRONTIER_CLOCK_METRICS")]
+    pub metrics_listen: Option<SocketAddr>,
+}
