@@ -96,6 +96,12 @@ impl Namespace {
         format!("{}:deadlines:claimed", self.prefix)
     }
 
+    /// Redis hash of when each seat of a game was last seen connected (`white`, `black`:
+    /// Unix ms).
+    pub fn presence_key(&self, game: &GameId) -> String {
+        format!("{}:game:{{{}}}:presence", self.prefix, game)
+    }
+
     /// Redis key mapping a private board's share code to its game.
     pub fn board_code_key(&self, code: &str) -> String {
         format!("{}:code:{}", self.prefix, code)

@@ -156,6 +156,14 @@ pub enum ClientMessage {
         /// The game.
         game_id: String,
     },
+    /// Claim a game without clock whose opponent has been disconnected too long.
+    ClaimVictory {
+        /// Echoed; dedupe key.
+        #[serde(default)]
+        id: Option<String>,
+        /// The game.
+        game_id: String,
+    },
 }
 
 impl ClientMessage {
@@ -174,7 +182,8 @@ impl ClientMessage {
             | ClientMessage::OfferDraw { id, .. }
             | ClientMessage::AcceptDraw { id, .. }
             | ClientMessage::DeclineDraw { id, .. }
-            | ClientMessage::Abort { id, .. } => id.as_deref(),
+            | ClientMessage::Abort { id, .. }
+            | ClientMessage::ClaimVictory { id, .. } => id.as_deref(),
         }
     }
 
@@ -189,7 +198,8 @@ impl ClientMessage {
             | ClientMessage::OfferDraw { game_id, .. }
             | ClientMessage::AcceptDraw { game_id, .. }
             | ClientMessage::DeclineDraw { game_id, .. }
-            | ClientMessage::Abort { game_id, .. } => Some(game_id),
+            | ClientMessage::Abort { game_id, .. }
+            | ClientMessage::ClaimVictory { game_id, .. } => Some(game_id),
             _ => None,
         }
     }

@@ -56,6 +56,9 @@ pub enum ErrorCode {
     DrawAlreadyOffered,
     /// A game may be aborted only before both sides have moved.
     CannotAbort,
+    /// A win by absence can be claimed only in a game without clock, against an opponent
+    /// disconnected longer than the limit.
+    CannotClaim,
     /// No board has that code.
     BoardNotFound,
     /// The board already has two players.
@@ -102,7 +105,7 @@ impl ErrorCode {
             NoPromotionPending => "no_promotion_pending", GameOver => "game_over",
             GameNotStarted => "game_not_started", StaleVersion => "stale_version",
             NoDrawOffer => "no_draw_offer", DrawAlreadyOffered => "draw_already_offered",
-            CannotAbort => "cannot_abort",
+            CannotAbort => "cannot_abort", CannotClaim => "cannot_claim",
             BoardNotFound => "board_not_found", BoardFull => "board_full",
             BoardFinished => "board_finished", OwnBoard => "own_board", GuestRated => "guest_rated",
             BadTimeControl => "bad_time_control", UsernameTaken => "username_taken",

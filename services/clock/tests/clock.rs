@@ -131,7 +131,7 @@ impl Env {
                 variant: Variant::Standard,
                 color: Some(Color::White),
                 rated: false,
-                time_control: Some(TimeControl {
+                time_control: (minutes > 0).then_some(TimeControl {
                     initial_seconds: minutes * 60,
                     increment_seconds: 0,
                 }),
@@ -379,5 +379,52 @@ async fn every_deadline_fires_once_within_a_second_when_one_of_two_clocks_is_kil
         let _ = c.kill();
         let _ = c.wait();
     }
+    env.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_absent_players_untimed_game_can_be_claimed_after_the_limit() {
+    let time = Arc::new(ManualTime::default());
+    time.set(T0);
+    let env = env(time.clone(), ClockSettings::default()).await;
+    let (game, white, black, mut sub) = env.game(0, None).await;
+    env.play(&game, &white, "e2e4").await.expect("move");
+    env.service
+        .presence(&game, &black)
+        .await
+        .expect("black connected");
+    let claim = || Action::ClaimVictory {
+        opponent_last_seen_ms: 0,
+        absence_limit_ms: 0,
+    };
+    // Black was last seen at T0; White keeps reporting in.
+    time.set(T0 + 299_000);
+    env.service
+        .presence(&game, &white)
+        .await
+        .expect("white connected");
+    let early = env.service.act(&game, &white, "", None, &claim()).await;
+    assert!(
+        matches!(
+            early,
+            Err(frontier_game_session::error::SessionError::Client(
+                frontier_protocol::ErrorCode::CannotClaim,
+                _
+            ))
+        ),
+        "{early:?}"
+    );
+    time.set(T0 + 300_000);
+    env.service
+        .act(&game, &white, "", None, &claim())
+        .await
+        .expect("claimed");
+    let (end, _) = until_outcome(&mut sub).await;
+    assert_eq!(end["outcome"]["result"], "white");
+    assert_eq!(end["outcome"]["reason"], "abandonment");
+    // A timed game is decided by its clock, never by a claim.
+    let (timed, white, _, _) = env.game(1, None).await;
+    let refused = env.service.act(&timed, &white, "", None, &claim()).await;
+    assert!(refused.is_err());
     env.stop().await;
 }

@@ -33,6 +33,10 @@ pub struct Config {
     /// known in advance. No client can reach this setting.
     #[arg(long, env = "FRONTIER_TEST_FIXED_LAYOUT", hide = true)]
     pub test_fixed_layout: Option<String>,
+    /// How long a player of a game without clock must be disconnected before the opponent
+    /// may claim the game.
+    #[arg(long, env = "FRONTIER_ABSENCE_LIMIT", default_value = "5m", value_parser = parse_duration)]
+    pub absence_limit: Duration,
     /// Each side's limit for its first move; missing it aborts the game.
     #[arg(long, env = "FRONTIER_FIRST_MOVE_LIMIT", default_value = "30s", value_parser = parse_duration)]
     pub first_move_limit: Duration,

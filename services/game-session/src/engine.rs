@@ -68,6 +68,14 @@ pub enum Action {
     DeclineDraw,
     /// Abort (fewer than two moves made, or the board still waiting).
     Abort,
+    /// Claim a game without clock whose opponent was last seen at the given time (filled
+    /// in by the service from presence records).
+    ClaimVictory {
+        /// When the opponent was last seen connected (Unix ms).
+        opponent_last_seen_ms: i64,
+        /// How long an absence must last.
+        absence_limit_ms: i64,
+    },
 }
 
 /// The result of an action: the event as each audience sees it, and whether the game ended.
@@ -367,6 +375,11 @@ impl Record {
     /// Whether the game is over.
     pub fn is_finished(&self) -> bool {
         self.stored.phase == storage::Phase::Finished as i32
+    }
+
+    /// When the game started (Unix ms), 0 before.
+    pub fn started_at_ms(&self) -> i64 {
+        self.stored.started_at_ms
     }
 
     /// The seat of this player, or spectator.
@@ -729,6 +742,30 @@ impl Record {
                     frames: self.simple_event(version, &EventRender::DrawDeclined(seat), now_ms),
                     finished: false,
                 }
+            }
+            Action::ClaimVictory {
+                opponent_last_seen_ms,
+                absence_limit_ms,
+            } => {
+                let last_seen = (*opponent_last_seen_ms).max(self.stored.started_at_ms);
+                if self.clock.is_some() {
+                    return Err(client(
+                        ErrorCode::CannotClaim,
+                        "a timed game ends on the clock, not by claim",
+                    ));
+                }
+                if now_ms - last_seen < *absence_limit_ms {
+                    return Err(client(
+                        ErrorCode::CannotClaim,
+                        format!(
+                            "your opponent has been away {} s; a claim needs {} s",
+                            (now_ms - last_seen).max(0) / 1000,
+                            absence_limit_ms / 1000
+                        ),
+                    ));
+                }
+                self.game.claim_abandonment(seat).map_err(play_error)?;
+                self.finish(version, now_ms, &EventRender::Ended)
             }
             Action::Abort => {
                 if self.stored.moves.len() >= 2 {

@@ -98,6 +98,10 @@ fn action_of(action: Option<pb::act_request::Action>) -> Result<Action, Status> 
         A::AcceptDraw(_) => Action::AcceptDraw,
         A::DeclineDraw(_) => Action::DeclineDraw,
         A::Abort(_) => Action::Abort,
+        A::ClaimVictory(_) => Action::ClaimVictory {
+            opponent_last_seen_ms: 0,
+            absence_limit_ms: 0,
+        },
     })
 }
 
@@ -209,6 +213,19 @@ impl<S: GameStore, B: EventBus> GameSession for GrpcGameSession<S, B> {
             ended,
             next_deadline_ms: next.unwrap_or(0),
         }))
+    }
+
+    async fn presence(
+        &self,
+        request: Request<pb::PresenceRequest>,
+    ) -> Result<Response<pb::PresenceResponse>, Status> {
+        let r = request.into_inner();
+        let game = game_id(&r.game_id)?;
+        self.service
+            .presence(&game, &r.player_id)
+            .await
+            .map_err(status)?;
+        Ok(Response::new(pb::PresenceResponse {}))
     }
 
     #[tracing::instrument(skip_all)]

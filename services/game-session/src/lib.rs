@@ -55,6 +55,7 @@ pub async fn build(config: &Config) -> anyhow::Result<Arc<GameService<RedisStore
             ms_per_minute: config.test_clock_minute.as_millis() as u64,
             first_move_limit_ms: config.first_move_limit.as_millis() as u64,
         },
+        absence_limit: config.absence_limit,
         ..Settings::default()
     };
     Ok(Arc::new(GameService::new(

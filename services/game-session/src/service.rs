@@ -75,6 +75,9 @@ pub struct Settings {
     pub finished_ttl: Duration,
     /// Most events a resume returns before it sends the whole view instead.
     pub resume_max: usize,
+    /// How long a player of a game without clock must be away before the opponent may
+    /// claim the game.
+    pub absence_limit: Duration,
 }
 
 impl Default for Settings {
@@ -84,6 +87,7 @@ impl Default for Settings {
             code_ttl: Duration::from_secs(24 * 3600),
             finished_ttl: Duration::from_secs(3600),
             resume_max: 256,
+            absence_limit: Duration::from_secs(300),
         }
     }
 }
@@ -465,6 +469,18 @@ impl<S: GameStore, B: EventBus> GameService<S, B> {
                 ));
             }
             let next = version + 1;
+            let claim;
+            let action = match action {
+                Action::ClaimVictory { .. } => {
+                    let seen = self.store.presence(game).await?;
+                    claim = Action::ClaimVictory {
+                        opponent_last_seen_ms: seen[!seat].unwrap_or(0),
+                        absence_limit_ms: self.settings.absence_limit.as_millis() as i64,
+                    };
+                    &claim
+                }
+                other => other,
+            };
             match record.apply(seat, action, next, self.clock.now_ms())? {
                 Applied::Done(change) => {
                     record.remember_action(seat, action_id, next);
@@ -519,6 +535,17 @@ impl<S: GameStore, B: EventBus> GameService<S, B> {
         Err(SessionError::Internal(
             "too much contention on this game".into(),
         ))
+    }
+
+    /// Records that `player_id` is connected to `game` (a no-op for spectators).
+    pub async fn presence(&self, game: &GameId, player_id: &str) -> Result<(), SessionError> {
+        let (_, record) = self.load(game).await?;
+        if let Audience::Player(color) = record.seat_of(player_id) {
+            self.store
+                .touch_presence(game, color, self.clock.now_ms())
+                .await?;
+        }
+        Ok(())
     }
 
     /// Events after `after`, for `player_id`'s seat; or the whole view.

@@ -84,6 +84,20 @@ pub trait GameStore: Send + Sync + 'static {
     /// The record of `game` reached the stream.
     fn outbox_done(&self, game: &GameId) -> impl Future<Output = Result<(), StoreError>> + Send;
 
+    /// Records that `color`'s player of `game` was connected at `now_ms`.
+    fn touch_presence(
+        &self,
+        game: &GameId,
+        color: frontier_rules::Color,
+        now_ms: i64,
+    ) -> impl Future<Output = Result<(), StoreError>> + Send;
+
+    /// When each seat of `game` was last seen connected.
+    fn presence(
+        &self,
+        game: &GameId,
+    ) -> impl Future<Output = Result<frontier_rules::ByColor<Option<i64>>, StoreError>> + Send;
+
     /// Schedules (or, with none, drops) `game`'s deadline outside a compare-and-set (after
     /// a clock check found nothing due).
     fn schedule(
@@ -245,6 +259,43 @@ impl GameStore for RedisStore {
         Ok(())
     }
 
+    async fn touch_presence(
+        &self,
+        game: &GameId,
+        color: frontier_rules::Color,
+        now_ms: i64,
+    ) -> Result<(), StoreError> {
+        let mut conn = self.conn.clone();
+        let key = self.ns.presence_key(game);
+        let _: () = redis::pipe()
+            .cmd("HSET")
+            .arg(&key)
+            .arg(color.name())
+            .arg(now_ms)
+            .ignore()
+            .cmd("EXPIRE")
+            .arg(&key)
+            .arg(7 * 24 * 3600)
+            .ignore()
+            .query_async(&mut conn)
+            .await?;
+        Ok(())
+    }
+
+    async fn presence(
+        &self,
+        game: &GameId,
+    ) -> Result<frontier_rules::ByColor<Option<i64>>, StoreError> {
+        let mut conn = self.conn.clone();
+        let (white, black): (Option<i64>, Option<i64>) = redis::cmd("HMGET")
+            .arg(self.ns.presence_key(game))
+            .arg("white")
+            .arg("black")
+            .query_async(&mut conn)
+            .await?;
+        Ok(frontier_rules::ByColor { white, black })
+    }
+
     async fn schedule(&self, game: &GameId, deadline: Option<i64>) -> Result<(), StoreError> {
         let mut conn = self.conn.clone();
         let _: i64 = match deadline {
@@ -281,6 +332,7 @@ struct MemoryInner {
     codes: HashMap<String, GameId>,
     outbox: Vec<GameId>,
     deadlines: HashMap<GameId, i64>,
+    presence: HashMap<(GameId, frontier_rules::Color), i64>,
 }
 
 /// Games in memory, with the same compare-and-set semantics (expiry is not modelled).
@@ -376,6 +428,26 @@ impl GameStore for MemoryStore {
     async fn outbox_done(&self, game: &GameId) -> Result<(), StoreError> {
         self.lock().outbox.retain(|g| g != game);
         Ok(())
+    }
+
+    async fn touch_presence(
+        &self,
+        game: &GameId,
+        color: frontier_rules::Color,
+        now_ms: i64,
+    ) -> Result<(), StoreError> {
+        self.lock().presence.insert((*game, color), now_ms);
+        Ok(())
+    }
+
+    async fn presence(
+        &self,
+        game: &GameId,
+    ) -> Result<frontier_rules::ByColor<Option<i64>>, StoreError> {
+        let inner = self.lock();
+        Ok(frontier_rules::ByColor::new_with(|c| {
+            inner.presence.get(&(*game, c)).copied()
+        }))
     }
 
     async fn schedule(&self, game: &GameId, deadline: Option<i64>) -> Result<(), StoreError> {

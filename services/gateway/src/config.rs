@@ -49,6 +49,10 @@ pub struct Config {
     /// Messages a connection may send in a burst.
     #[arg(long, env = "FRONTIER_WS_BURST", default_value_t = 40)]
     pub ws_burst: u32,
+    /// How often a connected player's presence is reported to game-session (absence claims
+    /// in games without clock).
+    #[arg(long, env = "FRONTIER_PRESENCE_INTERVAL", default_value = "10s", value_parser = parse_duration)]
+    pub presence_interval: Duration,
     /// How long a new connection may take to authenticate.
     #[arg(long, env = "FRONTIER_WS_AUTH_TIMEOUT", default_value = "10s", value_parser = parse_duration)]
     pub ws_auth_timeout: Duration,

@@ -35,6 +35,8 @@ pub struct Settings {
     pub auth_timeout: Duration,
     /// Frames queued for a client before it counts as too slow.
     pub outbound_queue: usize,
+    /// How often a seated player's presence is reported while it follows its game.
+    pub presence_interval: Duration,
 }
 
 /// What every request handler shares.
@@ -86,6 +88,7 @@ pub async fn build(
             rate_burst: config.ws_burst,
             auth_timeout: config.ws_auth_timeout,
             outbound_queue: 512,
+            presence_interval: config.presence_interval,
         },
         shutdown,
     }))

@@ -468,6 +468,9 @@ impl<A: Accounts> Connection<A> {
                 (game_id, None, A::DeclineDraw(pb::DeclineDraw {}))
             }
             ClientMessage::Abort { game_id, .. } => (game_id, None, A::Abort(pb::Abort {})),
+            ClientMessage::ClaimVictory { game_id, .. } => {
+                (game_id, None, A::ClaimVictory(pb::ClaimVictory {}))
+            }
             _ => return,
         };
         if game_id.parse::<GameId>().is_err() {
@@ -664,8 +667,19 @@ impl<A: Accounts> Follower<A> {
             Ok((v, _)) => last = v,
             Err(refusal) => return self.fail(refusal),
         }
+        // A seated player's presence, for claims in games without clock.
+        let seated = matches!(audience, AudienceSubject::White | AudienceSubject::Black);
+        let mut heartbeat = tokio::time::interval(self.state.settings.presence_interval);
+        heartbeat.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
-            let step = match rx.recv().await {
+            let received = tokio::select! {
+                r = rx.recv() => r,
+                _ = heartbeat.tick(), if seated => {
+                    self.heartbeat().await;
+                    continue;
+                }
+            };
+            let step = match received {
                 Ok(frame) => self.on_frame(last, frame).await,
                 Err(broadcast::error::RecvError::Lagged(_)) => {
                     match self.catch_up(Some(last)).await {
@@ -685,6 +699,19 @@ impl<A: Accounts> Follower<A> {
             if self.out.is_closed() {
                 return;
             }
+        }
+    }
+
+    async fn heartbeat(&self) {
+        let mut sessions = self.state.sessions.clone();
+        if let Err(status) = sessions
+            .presence(pb::PresenceRequest {
+                game_id: self.game.to_string(),
+                player_id: self.player_id.clone(),
+            })
+            .await
+        {
+            tracing::debug!(%status, "presence heartbeat failed");
         }
     }
 
