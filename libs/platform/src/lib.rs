@@ -7,6 +7,7 @@ pub mod config;
 pub mod ids;
 pub mod names;
 pub mod shutdown;
+pub mod streams;
 pub mod telemetry;
 
 pub use auth::{AuthError, Claims, JwtKeys};

@@ -64,6 +64,12 @@ impl Namespace {
         format!("{}.games.finished", self.prefix)
     }
 
+    /// `<prefix>.games.recorded`: the rating service's notice (core NATS) that a finished
+    /// game is stored and rated: `{"game_id": …, "rated": bool, "duplicate": bool}`.
+    pub fn recorded_games_subject(&self) -> String {
+        format!("{}.games.recorded", self.prefix)
+    }
+
     /// The JetStream stream holding finished games: `<PREFIX>_GAMES` (stream names take no
     /// dots).
     pub fn finished_games_stream(&self) -> String {

@@ -30,6 +30,8 @@ pub enum ErrorCode {
     TokenInvalid,
     /// No such game.
     GameNotFound,
+    /// No such player.
+    PlayerNotFound,
     /// The player does not sit in this game.
     NotInGame,
     /// It is the other side's turn.
@@ -99,7 +101,7 @@ impl ErrorCode {
             Unauthenticated => "unauthenticated", AlreadyAuthenticated => "already_authenticated",
             TokenMissing => "token_missing", TokenMalformed => "token_malformed",
             TokenExpired => "token_expired", TokenInvalid => "token_invalid",
-            GameNotFound => "game_not_found", NotInGame => "not_in_game",
+            GameNotFound => "game_not_found", PlayerNotFound => "player_not_found", NotInGame => "not_in_game",
             NotYourTurn => "not_your_turn", IllegalMove => "illegal_move", BadMove => "bad_move",
             PromotionRequired => "promotion_required", PromotionPending => "promotion_pending",
             NoPromotionPending => "no_promotion_pending", GameOver => "game_over",

@@ -4,7 +4,6 @@
 
 use std::future::Future;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
 use async_nats::jetstream;
 use bytes::Bytes;
@@ -95,23 +94,12 @@ impl NatsBus {
     }
 }
 
-/// Creates the finished-games stream if missing: file storage, kept 30 days, duplicates
-/// (same game id) dropped within two minutes.
-pub async fn ensure_finished_stream(
-    js: &jetstream::Context,
-    ns: &Namespace,
-) -> Result<(), BusError> {
-    js.get_or_create_stream(jetstream::stream::Config {
-        name: ns.finished_games_stream(),
-        subjects: vec![ns.finished_games_subject()],
-        storage: jetstream::stream::StorageType::File,
-        max_age: Duration::from_secs(30 * 24 * 3600),
-        duplicate_window: Duration::from_secs(120),
-        ..Default::default()
-    })
-    .await
-    .map_err(|e| BusError(format!("finished-games stream: {e}")))?;
-    Ok(())
+/// Creates the finished-games stream if missing (see `frontier_platform::streams`).
+pub async fn ensure_finished_stream(js: &jetstream::Context, ns: &Namespace) -> Result<(), BusError> {
+    frontier_platform::streams::ensure_finished_games(js, ns)
+        .await
+        .map(|_| ())
+        .map_err(BusError)
 }
 
 impl EventBus for NatsBus {

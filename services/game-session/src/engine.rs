@@ -900,6 +900,7 @@ impl Record {
             salt: shuffle.as_ref().map(|s| s.salt.clone()).unwrap_or_default(),
             commitment: self.stored.commitment.clone(),
             final_fen: self.game.view(Audience::Spectator).fen(),
+            start_fen: self.stored.start_fen.clone(),
         })
     }
 }

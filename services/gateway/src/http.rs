@@ -24,7 +24,8 @@ pub struct ApiError {
 }
 
 impl ApiError {
-    fn new(status: StatusCode, code: ErrorCode, message: impl Into<String>) -> ApiError {
+    /// An error with this status and code.
+    pub fn new(status: StatusCode, code: ErrorCode, message: impl Into<String>) -> ApiError {
         ApiError {
             status,
             code,
@@ -208,6 +209,12 @@ pub fn router<A: Accounts>(state: Arc<AppState<A>>) -> Router {
         .route("/api/register", post(register::<A>))
         .route("/api/login", post(login::<A>))
         .route("/ws/v1", get(websocket::<A>))
+        .route("/api/players/{id}", get(crate::records::player::<A>))
+        .route("/api/players/{id}/games", get(crate::records::player_games::<A>))
+        .route("/api/players/{id}/rating-history", get(crate::records::rating_history::<A>))
+        .route("/api/leaderboard", get(crate::records::leaderboard::<A>))
+        .route("/api/games/{id}", get(crate::records::game::<A>))
+        .route("/api/games/{id}/pgn", get(crate::records::pgn::<A>))
         .fallback(not_found)
         .layer(axum::extract::DefaultBodyLimit::max(4096))
         .with_state(state)

@@ -5,6 +5,7 @@
 pub mod accounts;
 pub mod config;
 pub mod http;
+pub mod records;
 pub mod hub;
 pub mod sessions;
 pub mod ws;
@@ -43,6 +44,8 @@ pub struct Settings {
 pub struct AppState<A> {
     /// Accounts.
     pub accounts: A,
+    /// Finished games and ratings (Postgres), for the dashboard API.
+    pub records: Option<sqlx::PgPool>,
     /// JWT keys.
     pub jwt: JwtKeys,
     /// game-session client.
@@ -77,7 +80,8 @@ pub async fn build(
     let jwt = JwtKeys::new(config.jwt.jwt_secret.as_bytes(), config.jwt.jwt_ttl)
         .map_err(anyhow::Error::msg)?;
     Ok(Arc::new(AppState {
-        accounts: PgAccounts::new(pool),
+        accounts: PgAccounts::new(pool.clone()),
+        records: Some(pool),
         jwt,
         sessions: sessions::connect(&config.game_session_urls)?,
         hub: Hub::new(nats, 1024),

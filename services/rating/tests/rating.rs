@@ -1,0 +1,255 @@
+//! The rating service on real JetStream and Postgres: a game delivered twice changes
+//! ratings once; a service killed between commit and ack and restarted still counts the
+//! game once; two instances consuming at once while one player finishes many games at the
+//! same time lose no update.
+
+use std::time::Duration;
+
+use async_nats::jetstream;
+use frontier_glicko2::{INITIAL, Score, rate_game};
+use frontier_platform::{Namespace, Shutdown};
+use frontier_proto::games::v1::{FinishedGame, Player, Variant};
+use frontier_rating::{ConsumerSettings, MIGRATOR, consume};
+use futures_util::StreamExt as _;
+use prost::Message as _;
+use sqlx::PgPool;
+use uuid::Uuid;
+
+struct Env {
+    ns: Namespace,
+    pool: PgPool,
+    url: String,
+    nats: async_nats::Client,
+    js: jetstream::Context,
+}
+
+async fn env() -> Env {
+    let ns = Namespace::new(&frontier_testkit::unique_namespace()).expect("valid");
+    let url = frontier_testkit::fresh_database().await.expect("Postgres");
+    let pool = PgPool::connect(&url).await.expect("connect");
+    MIGRATOR.run(&pool).await.expect("migrate");
+    let nats = async_nats::connect(frontier_testkit::nats_url()).await.expect("NATS");
+    let js = jetstream::new(nats.clone());
+    frontier_platform::streams::ensure_finished_games(&js, &ns).await.expect("stream");
+    Env { ns, pool, url, nats, js }
+}
+
+impl Env {
+    fn instance(&self, crash: bool) -> Shutdown {
+        let stop = Shutdown::new();
+        let (pool, nats, ns, stop2) = (self.pool.clone(), self.nats.clone(), self.ns.clone(), stop.clone());
+        tokio::spawn(async move {
+            let settings = ConsumerSettings {
+                name: "rating".into(),
+                ack_wait: Duration::from_secs(1),
+                crash_after_commit: crash,
+            };
+            if let Err(e) = consume(pool, nats, &ns, &settings, stop2).await {
+                eprintln!("consumer: {e:#}");
+            }
+        });
+        stop
+    }
+
+    async fn publish(&self, game: &FinishedGame, msg_id: &str) {
+        let mut headers = async_nats::HeaderMap::new();
+        headers.insert("Nats-Msg-Id", msg_id);
+        self.js
+            .publish_with_headers(self.ns.finished_games_subject(), headers, game.encode_to_vec().into())
+            .await
+            .expect("publish")
+            .await
+            .expect("stored");
+    }
+
+    async fn recorded(&self) -> async_nats::Subscriber {
+        let sub = self.nats.subscribe(self.ns.recorded_games_subject()).await.expect("sub");
+        self.nats.flush().await.expect("flush");
+        sub
+    }
+
+    async fn rated_games(&self, player: Uuid) -> i32 {
+        sqlx::query_scalar("SELECT rated_games FROM ratings WHERE player_id = $1 AND variant = 'standard'")
+            .bind(player)
+            .fetch_optional(&self.pool)
+            .await
+            .expect("query")
+            .unwrap_or(0)
+    }
+
+    async fn stop(self) {
+        let _ = self.js.delete_stream(self.ns.finished_games_stream()).await;
+    }
+}
+
+async fn next_notice(sub: &mut async_nats::Subscriber) -> serde_json::Value {
+    let msg = tokio::time::timeout(Duration::from_secs(20), sub.next())
+        .await
+        .expect("a game is recorded")
+        .expect("open");
+    serde_json::from_slice(&msg.payload).expect("json")
+}
+
+fn player(id: Uuid, name: &str) -> Player {
+    Player {
+        id: id.to_string(),
+        name: name.to_owned(),
+        guest: false,
+        bot: false,
+    }
+}
+
+fn finished(white: Uuid, black: Uuid, result: &str, ended_at_ms: i64) -> FinishedGame {
+    FinishedGame {
+        game_id: Uuid::now_v7().to_string(),
+        variant: Variant::Standard as i32,
+        rated: true,
+        white: Some(player(white, "w")),
+        black: Some(player(black, "b")),
+        result: result.to_owned(),
+        outcome: format!("{result}-resignation"),
+        created_at_ms: ended_at_ms - 1000,
+        started_at_ms: ended_at_ms - 900,
+        ended_at_ms,
+        start_fen: "rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1".into(),
+        final_fen: "rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1".into(),
+        ..Default::default()
+    }
+}
+
+const NOW: i64 = 1_800_000_000_000;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_game_delivered_twice_changes_ratings_once() {
+    let env = env().await;
+    let mut notices = env.recorded().await;
+    let stop = env.instance(false);
+    let (w, b) = (Uuid::now_v7(), Uuid::now_v7());
+    let game = finished(w, b, "white", NOW);
+    // Two messages with different message ids: JetStream keeps both, the service must not.
+    env.publish(&game, "first").await;
+    env.publish(&game, "second").await;
+    let first = next_notice(&mut notices).await;
+    let second = next_notice(&mut notices).await;
+    assert_eq!((first["duplicate"].clone(), second["duplicate"].clone()), (false.into(), true.into()));
+    assert_eq!(env.rated_games(w).await, 1);
+    let (rating, rd): (f64, f64) = sqlx::query_as("SELECT rating, rd FROM ratings WHERE player_id = $1")
+        .bind(w)
+        .fetch_one(&env.pool)
+        .await
+        .expect("row");
+    let expected = rate_game(INITIAL, 0.0, INITIAL, Score::Win);
+    assert!((rating - expected.rating).abs() < 1e-6 && (rd - expected.rd).abs() < 1e-6);
+    let stored: i64 = sqlx::query_scalar("SELECT count(*) FROM games").fetch_one(&env.pool).await.expect("count");
+    assert_eq!(stored, 1);
+    stop.trigger();
+    env.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn killed_between_commit_and_ack_and_restarted_still_counts_once() {
+    let env = env().await;
+    let mut notices = env.recorded().await;
+    let (w, b) = (Uuid::now_v7(), Uuid::now_v7());
+    // A rating process that aborts right after its first commit, before acknowledging.
+    let mut doomed = std::process::Command::new(env!("CARGO_BIN_EXE_rating"))
+        .args([
+            "--nats-url",
+            &frontier_testkit::nats_url(),
+            "--database-url",
+            &env.url,
+            "--namespace",
+            env.ns.prefix(),
+            "--ack-wait",
+            "1s",
+            "--test-crash-after-commit",
+        ])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("the rating binary starts");
+    env.publish(&finished(w, b, "black", NOW), "g1").await;
+    let status = tokio::task::spawn_blocking(move || doomed.wait()).await.expect("join").expect("wait");
+    assert!(!status.success(), "it died");
+    assert_eq!(env.rated_games(b).await, 1, "the commit happened");
+    // Restarted: the unacknowledged game comes again and changes nothing.
+    let stop = env.instance(false);
+    let notice = next_notice(&mut notices).await;
+    assert_eq!(notice["duplicate"], true);
+    assert_eq!(env.rated_games(b).await, 1);
+    let history: i64 = sqlx::query_scalar("SELECT count(*) FROM rating_history WHERE player_id = $1")
+        .bind(b)
+        .fetch_one(&env.pool)
+        .await
+        .expect("count");
+    assert_eq!(history, 1);
+    stop.trigger();
+    env.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_instances_and_one_busy_player_lose_no_update() {
+    let env = env().await;
+    let mut notices = env.recorded().await;
+    let stops = [env.instance(false), env.instance(false)];
+    let busy = Uuid::now_v7();
+    const GAMES: usize = 12;
+    for i in 0..GAMES {
+        let opponent = Uuid::now_v7();
+        let result = ["white", "black", "draw"][i % 3];
+        // All end at the same moment.
+        env.publish(&finished(busy, opponent, result, NOW), &format!("m{i}")).await;
+    }
+    for _ in 0..GAMES {
+        next_notice(&mut notices).await;
+    }
+    assert_eq!(env.rated_games(busy).await, GAMES as i32);
+    let history: i64 = sqlx::query_scalar("SELECT count(*) FROM rating_history WHERE player_id = $1")
+        .bind(busy)
+        .fetch_one(&env.pool)
+        .await
+        .expect("count");
+    assert_eq!(history, GAMES as i64);
+    // The rating row is the result of the last applied history step (nothing overwritten).
+    let (rd,): (f64,) = sqlx::query_as("SELECT rd FROM ratings WHERE player_id = $1")
+        .bind(busy)
+        .fetch_one(&env.pool)
+        .await
+        .expect("row");
+    let min_rd: f64 = sqlx::query_scalar("SELECT min(rd) FROM rating_history WHERE player_id = $1")
+        .bind(busy)
+        .fetch_one(&env.pool)
+        .await
+        .expect("min");
+    assert!((rd - min_rd).abs() < 1e-9, "RD only shrinks with games at one moment: {rd} vs {min_rd}");
+    for s in stops {
+        s.trigger();
+    }
+    env.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn casual_aborted_and_guest_games_are_stored_not_rated() {
+    let env = env().await;
+    let mut notices = env.recorded().await;
+    let stop = env.instance(false);
+    let (w, b) = (Uuid::now_v7(), Uuid::now_v7());
+    let mut casual = finished(w, b, "white", NOW);
+    casual.rated = false;
+    let mut aborted = finished(w, b, "aborted", NOW);
+    aborted.outcome = "aborted".into();
+    let mut guest = finished(w, b, "black", NOW);
+    if let Some(p) = guest.white.as_mut() {
+        p.guest = true;
+    }
+    for (i, g) in [casual, aborted, guest].iter().enumerate() {
+        env.publish(g, &format!("x{i}")).await;
+        let n = next_notice(&mut notices).await;
+        assert_eq!(n["rated"], false);
+    }
+    assert_eq!(env.rated_games(w).await, 0);
+    let stored: i64 = sqlx::query_scalar("SELECT count(*) FROM games").fetch_one(&env.pool).await.expect("count");
+    assert_eq!(stored, 3);
+    stop.trigger();
+    env.stop().await;
+}
