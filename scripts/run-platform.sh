@@ -8,7 +8,7 @@ GATEWAY_ADDR=${FRONTIER_GATEWAY_LISTEN:-127.0.0.1:8080}
 SESSION_ADDR=${FRONTIER_GAME_SESSION_LISTEN:-127.0.0.1:50051}
 TARGET=${CARGO_TARGET_DIR:-target}
 
-cargo build --release -p frontier-game-session -p frontier-gateway -p frontier-clock
+cargo build --release -p frontier-game-session -p frontier-gateway -p frontier-clock -p frontier-rating
 
 admin=${FRONTIER_TEST_POSTGRES_URL:-postgres://postgres@127.0.0.1:5432/postgres}
 database_url=${FRONTIER_DATABASE_URL:-${admin%/*}/frontier}
@@ -27,6 +27,7 @@ pids=()
 trap 'kill "${pids[@]}" 2>/dev/null || true; wait' EXIT INT TERM
 "$TARGET/release/game-session" --listen "$SESSION_ADDR" & pids+=($!)
 "$TARGET/release/gateway" --listen "$GATEWAY_ADDR" --game-session-urls "http://$SESSION_ADDR" & pids+=($!)
+"$TARGET/release/rating" & pids+=($!)
 "$TARGET/release/clock" --game-session-urls "http://$SESSION_ADDR" --metrics-listen "${FRONTIER_CLOCK_METRICS:-127.0.0.1:9101}" & pids+=($!)
 
 for _ in $(seq 1 100); do (exec 3<>"/dev/tcp/${GATEWAY_ADDR%:*}/${GATEWAY_ADDR#*:}") 2>/dev/null && break; sleep 0.1; done

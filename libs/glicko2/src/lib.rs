@@ -86,7 +86,8 @@ impl Rating {
         if games.is_empty() {
             return self.after_inactivity(1.0);
         }
-        let g = |phi_j: f64| 1.0 / (1.0 + 3.0 * phi_j * phi_j / (std::f64::consts::PI.powi(2))).sqrt();
+        let g =
+            |phi_j: f64| 1.0 / (1.0 + 3.0 * phi_j * phi_j / (std::f64::consts::PI.powi(2))).sqrt();
         let e = |mu_j: f64, phi_j: f64| 1.0 / (1.0 + (-g(phi_j) * (mu - mu_j)).exp());
         // Step 3: estimated variance; step 4: estimated improvement.
         let mut v_inv = 0.0;
@@ -192,9 +193,17 @@ mod tests {
         };
         let year = 365.0 * 24.0 / PERIOD_HOURS;
         let after_year = settled.after_inactivity(year);
-        assert!(after_year.rd > 345.0 && after_year.rd <= 350.0, "{}", after_year.rd);
+        assert!(
+            after_year.rd > 345.0 && after_year.rd <= 350.0,
+            "{}",
+            after_year.rd
+        );
         let half_year = settled.after_inactivity(year / 2.0);
-        assert!(half_year.rd > 200.0 && half_year.rd < 300.0, "{}", half_year.rd);
+        assert!(
+            half_year.rd > 200.0 && half_year.rd < 300.0,
+            "{}",
+            half_year.rd
+        );
         assert!((settled.after_inactivity(0.0).rd - 60.0).abs() < 1e-9);
     }
 
@@ -205,7 +214,10 @@ mod tests {
         let draw = rate_game(INITIAL, 0.0, INITIAL, Score::Draw);
         assert!(win.rating > 1500.0 && loss.rating < 1500.0);
         assert!((draw.rating - 1500.0).abs() < 1e-9);
-        assert!((win.rating - 1500.0 + (loss.rating - 1500.0)).abs() < 1e-9, "symmetric");
+        assert!(
+            (win.rating - 1500.0 + (loss.rating - 1500.0)).abs() < 1e-9,
+            "symmetric"
+        );
         assert!(win.rd < 350.0 && win.is_provisional());
     }
 }

@@ -9,7 +9,10 @@ use crate::Namespace;
 
 /// Creates the finished-games stream if missing: file storage, kept 30 days, duplicates
 /// (same game id as message id) dropped within two minutes.
-pub async fn ensure_finished_games(js: &jetstream::Context, ns: &Namespace) -> Result<jetstream::stream::Stream, String> {
+pub async fn ensure_finished_games(
+    js: &jetstream::Context,
+    ns: &Namespace,
+) -> Result<jetstream::stream::Stream, String> {
     js.get_or_create_stream(jetstream::stream::Config {
         name: ns.finished_games_stream(),
         subjects: vec![ns.finished_games_subject()],

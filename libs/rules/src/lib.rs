@@ -38,8 +38,8 @@ pub use hidden::{
     Shuffle, VerifyError, verify_shuffle,
 };
 pub use perft::{divide, perft, perft_full, perft_hidden};
-pub use san::{san, san_suffix};
 pub use position::{MAX_LEGAL_MOVES, Move, MoveKind, MoveList, Position, Variant};
+pub use san::{san, san_suffix};
 pub use types::{ByColor, CastlingSide, Color, File, Piece, Rank, Role, Square};
 pub use uci::{MoveError, UciMove};
 

@@ -23,7 +23,12 @@ pub fn san(pos: &Position, m: &Move) -> String {
         let others: Vec<Move> = pos
             .legal_move_list()
             .into_iter()
-            .filter(|o| o.role == m.role && o.to == m.to && o.from != m.from && !matches!(o.kind, MoveKind::Castle { .. }))
+            .filter(|o| {
+                o.role == m.role
+                    && o.to == m.to
+                    && o.from != m.from
+                    && !matches!(o.kind, MoveKind::Castle { .. })
+            })
             .collect();
         if !others.is_empty() {
             let same_file = others.iter().any(|o| o.from.file() == m.from.file());
@@ -81,13 +86,35 @@ mod tests {
         let start = "rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1";
         assert_eq!(san_of(start, "e2e4"), "e4");
         assert_eq!(san_of(start, "g1f3"), "Nf3");
-        assert_eq!(san_of("rnbqkbnr/ppp1pppp/8/3p4/4P3/8/PPPP1PPP/RNBQKBNR w KQkq - 0 2", "e4d5"), "exd5");
-        assert_eq!(san_of("r3k2r/8/8/8/8/8/8/R3K2R w KQkq - 0 1", "e1g1"), "O-O");
-        assert_eq!(san_of("r3k2r/8/8/8/8/8/8/R3K2R w KQkq - 0 1", "e1c1"), "O-O-O");
-        assert_eq!(san_of("4k3/8/8/8/8/8/8/R3K2R w - - 0 1", "a1d1"), "Rd1", "the king blocks h1");
+        assert_eq!(
+            san_of(
+                "rnbqkbnr/ppp1pppp/8/3p4/4P3/8/PPPP1PPP/RNBQKBNR w KQkq - 0 2",
+                "e4d5"
+            ),
+            "exd5"
+        );
+        assert_eq!(
+            san_of("r3k2r/8/8/8/8/8/8/R3K2R w KQkq - 0 1", "e1g1"),
+            "O-O"
+        );
+        assert_eq!(
+            san_of("r3k2r/8/8/8/8/8/8/R3K2R w KQkq - 0 1", "e1c1"),
+            "O-O-O"
+        );
+        assert_eq!(
+            san_of("4k3/8/8/8/8/8/8/R3K2R w - - 0 1", "a1d1"),
+            "Rd1",
+            "the king blocks h1"
+        );
         assert_eq!(san_of("4k3/8/8/8/8/8/8/R4RK1 w - - 0 1", "a1d1"), "Rad1");
         assert_eq!(san_of("4k3/8/8/8/8/R7/8/R3K3 w - - 0 1", "a1a2"), "R1a2");
         assert_eq!(san_of("4k3/P7/8/8/8/8/8/4K3 w - - 0 1", "a7a8q"), "a8=Q+");
-        assert_eq!(san_of("rnbqkbnr/pppp1ppp/8/4p3/6P1/5P2/PPPPP2P/RNBQKBNR b KQkq - 0 2", "d8h4"), "Qh4#");
+        assert_eq!(
+            san_of(
+                "rnbqkbnr/pppp1ppp/8/4p3/6P1/5P2/PPPPP2P/RNBQKBNR b KQkq - 0 2",
+                "d8h4"
+            ),
+            "Qh4#"
+        );
     }
 }

@@ -95,7 +95,10 @@ impl NatsBus {
 }
 
 /// Creates the finished-games stream if missing (see `frontier_platform::streams`).
-pub async fn ensure_finished_stream(js: &jetstream::Context, ns: &Namespace) -> Result<(), BusError> {
+pub async fn ensure_finished_stream(
+    js: &jetstream::Context,
+    ns: &Namespace,
+) -> Result<(), BusError> {
     frontier_platform::streams::ensure_finished_games(js, ns)
         .await
         .map(|_| ())

@@ -210,8 +210,14 @@ pub fn router<A: Accounts>(state: Arc<AppState<A>>) -> Router {
         .route("/api/login", post(login::<A>))
         .route("/ws/v1", get(websocket::<A>))
         .route("/api/players/{id}", get(crate::records::player::<A>))
-        .route("/api/players/{id}/games", get(crate::records::player_games::<A>))
-        .route("/api/players/{id}/rating-history", get(crate::records::rating_history::<A>))
+        .route(
+            "/api/players/{id}/games",
+            get(crate::records::player_games::<A>),
+        )
+        .route(
+            "/api/players/{id}/rating-history",
+            get(crate::records::rating_history::<A>),
+        )
         .route("/api/leaderboard", get(crate::records::leaderboard::<A>))
         .route("/api/games/{id}", get(crate::records::game::<A>))
         .route("/api/games/{id}/pgn", get(crate::records::pgn::<A>))

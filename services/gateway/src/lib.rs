@@ -5,8 +5,8 @@
 pub mod accounts;
 pub mod config;
 pub mod http;
-pub mod records;
 pub mod hub;
+pub mod records;
 pub mod sessions;
 pub mod ws;
 

@@ -23,10 +23,13 @@ use crate::http::ApiError;
 const VARIANTS: [&str; 3] = ["standard", "hidden", "atomic"];
 
 fn pool<A>(state: &AppState<A>) -> Result<&PgPool, ApiError> {
-    state
-        .records
-        .as_ref()
-        .ok_or_else(|| ApiError::new(StatusCode::SERVICE_UNAVAILABLE, ErrorCode::Unavailable, "records are unavailable"))
+    state.records.as_ref().ok_or_else(|| {
+        ApiError::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            ErrorCode::Unavailable,
+            "records are unavailable",
+        )
+    })
 }
 
 fn bad(message: impl Into<String>) -> ApiError {
@@ -35,7 +38,11 @@ fn bad(message: impl Into<String>) -> ApiError {
 
 fn db(e: sqlx::Error) -> ApiError {
     tracing::error!(error = %e, "records query failed");
-    ApiError::new(StatusCode::SERVICE_UNAVAILABLE, ErrorCode::Unavailable, "records are unavailable; try again")
+    ApiError::new(
+        StatusCode::SERVICE_UNAVAILABLE,
+        ErrorCode::Unavailable,
+        "records are unavailable; try again",
+    )
 }
 
 fn uuid(s: &str, what: ErrorCode) -> Result<Uuid, ApiError> {
@@ -78,23 +85,32 @@ pub struct Params {
 }
 
 /// `GET /api/players/{id}`.
-pub async fn player<A: Accounts>(State(state): State<Arc<AppState<A>>>, Path(id): Path<String>) -> Result<impl IntoResponse, ApiError> {
+pub async fn player<A: Accounts>(
+    State(state): State<Arc<AppState<A>>>,
+    Path(id): Path<String>,
+) -> Result<impl IntoResponse, ApiError> {
     let pool = pool(&state)?;
     let id = uuid(&id, ErrorCode::PlayerNotFound)?;
-    let account: Option<(String, bool)> = sqlx::query_as("SELECT username, guest FROM players WHERE id = $1")
-        .bind(id)
-        .fetch_optional(pool)
-        .await
-        .map_err(db)?;
-    let Some((name, guest)) = account else {
-        return Err(ApiError::new(StatusCode::NOT_FOUND, ErrorCode::PlayerNotFound, "no such player"));
-    };
-    let ratings: Vec<(String, f64, f64, f64, Option<OffsetDateTime>)> =
-        sqlx::query_as("SELECT variant, rating, rd, volatility, last_rated_at FROM ratings WHERE player_id = $1")
+    let account: Option<(String, bool)> =
+        sqlx::query_as("SELECT username, guest FROM players WHERE id = $1")
             .bind(id)
-            .fetch_all(pool)
+            .fetch_optional(pool)
             .await
             .map_err(db)?;
+    let Some((name, guest)) = account else {
+        return Err(ApiError::new(
+            StatusCode::NOT_FOUND,
+            ErrorCode::PlayerNotFound,
+            "no such player",
+        ));
+    };
+    let ratings: Vec<(String, f64, f64, f64, Option<OffsetDateTime>)> = sqlx::query_as(
+        "SELECT variant, rating, rd, volatility, last_rated_at FROM ratings WHERE player_id = $1",
+    )
+    .bind(id)
+    .fetch_all(pool)
+    .await
+    .map_err(db)?;
     let counts: Vec<(String, i64, i64, i64, i64)> = sqlx::query_as(
         "SELECT variant,
             count(*) FILTER (WHERE result <> 'aborted'),
@@ -138,12 +154,18 @@ pub async fn player<A: Accounts>(State(state): State<Arc<AppState<A>>>, Path(id)
             }),
         );
     }
-    Ok(axum::Json(json!({"id": id, "name": name, "guest": guest, "ratings": variants})))
+    Ok(axum::Json(
+        json!({"id": id, "name": name, "guest": guest, "ratings": variants}),
+    ))
 }
 
 fn parse_cursor(s: &str) -> Result<(OffsetDateTime, Uuid), ApiError> {
-    let (t, id) = s.split_once('_').ok_or_else(|| bad("before is a cursor from a previous page"))?;
-    let t: i64 = t.parse().map_err(|_| bad("before is a cursor from a previous page"))?;
+    let (t, id) = s
+        .split_once('_')
+        .ok_or_else(|| bad("before is a cursor from a previous page"))?;
+    let t: i64 = t
+        .parse()
+        .map_err(|_| bad("before is a cursor from a previous page"))?;
     let id = Uuid::parse_str(id).map_err(|_| bad("before is a cursor from a previous page"))?;
     let at = OffsetDateTime::from_unix_timestamp_nanos(i128::from(t) * 1_000_000)
         .map_err(|_| bad("before is a cursor from a previous page"))?;
@@ -175,7 +197,10 @@ pub async fn player_games<A: Accounts>(
     let limit = limit(p.limit.as_deref(), 20)?;
     let (before_at, before_id) = match p.before.as_deref() {
         Some(c) => parse_cursor(c)?,
-        None => (OffsetDateTime::now_utc() + time::Duration::days(3650), Uuid::max()),
+        None => (
+            OffsetDateTime::now_utc() + time::Duration::days(3650),
+            Uuid::max(),
+        ),
     };
     let rows: Vec<GameRow> = sqlx::query_as(
         "SELECT id, variant, rated, white_id, white_name, black_id, black_name, result, outcome, ended_at
@@ -235,7 +260,10 @@ pub async fn rating_history<A: Accounts>(
 }
 
 /// `GET /api/leaderboard?variant=&limit=`: registered, non-provisional players.
-pub async fn leaderboard<A: Accounts>(State(state): State<Arc<AppState<A>>>, Query(p): Query<Params>) -> Result<impl IntoResponse, ApiError> {
+pub async fn leaderboard<A: Accounts>(
+    State(state): State<Arc<AppState<A>>>,
+    Query(p): Query<Params>,
+) -> Result<impl IntoResponse, ApiError> {
     let pool = pool(&state)?;
     let variant = variant(p.variant.as_deref(), true)?;
     let limit = limit(p.limit.as_deref(), 50)?;
@@ -308,20 +336,36 @@ async fn load_record(pool: &PgPool, id: &str) -> Result<Value, ApiError> {
 }
 
 /// `GET /api/games/{id}`: a finished game's record.
-pub async fn game<A: Accounts>(State(state): State<Arc<AppState<A>>>, Path(id): Path<String>) -> Result<impl IntoResponse, ApiError> {
+pub async fn game<A: Accounts>(
+    State(state): State<Arc<AppState<A>>>,
+    Path(id): Path<String>,
+) -> Result<impl IntoResponse, ApiError> {
     let pool = pool(&state)?;
     Ok(axum::Json(load_record(pool, &id).await?))
 }
 
 /// `GET /api/games/{id}/pgn`.
-pub async fn pgn<A: Accounts>(State(state): State<Arc<AppState<A>>>, Path(id): Path<String>) -> Result<impl IntoResponse, ApiError> {
+pub async fn pgn<A: Accounts>(
+    State(state): State<Arc<AppState<A>>>,
+    Path(id): Path<String>,
+) -> Result<impl IntoResponse, ApiError> {
     let pool = pool(&state)?;
     let record = load_record(pool, &id).await?;
     let text = render_pgn(&record).map_err(|e| {
         tracing::error!(error = %e, "a stored game does not replay");
-        ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, ErrorCode::Internal, "could not render the game")
+        ApiError::new(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            ErrorCode::Internal,
+            "could not render the game",
+        )
     })?;
-    Ok(([(header::CONTENT_TYPE, "application/x-chess-pgn; charset=utf-8")], text))
+    Ok((
+        [(
+            header::CONTENT_TYPE,
+            "application/x-chess-pgn; charset=utf-8",
+        )],
+        text,
+    ))
 }
 
 fn tag(out: &mut String, name: &str, value: &str) {
@@ -334,13 +378,19 @@ fn tag(out: &mut String, name: &str, value: &str) {
 /// moves in SAN (a hidden piece as the piece it looked like) with comments for reveals and
 /// captured identities.
 pub fn render_pgn(r: &Value) -> Result<String, String> {
-    let variant: Variant = r["variant"].as_str().unwrap_or_default().parse().map_err(|e| format!("{e}"))?;
+    let variant: Variant = r["variant"]
+        .as_str()
+        .unwrap_or_default()
+        .parse()
+        .map_err(|e| format!("{e}"))?;
     let start_fen = r["start_fen"].as_str().unwrap_or_default();
     let mut game = match variant {
         Variant::Hidden => {
-            let layout = Layout::from_canonical(r["initial_layout"].as_str().unwrap_or_default()).map_err(|e| e.to_string())?;
+            let layout = Layout::from_canonical(r["initial_layout"].as_str().unwrap_or_default())
+                .map_err(|e| e.to_string())?;
             let mut salt = [0u8; 32];
-            hex::decode_to_slice(r["salt"].as_str().unwrap_or_default(), &mut salt).map_err(|e| e.to_string())?;
+            hex::decode_to_slice(r["salt"].as_str().unwrap_or_default(), &mut salt)
+                .map_err(|e| e.to_string())?;
             Game::new_hidden(Shuffle::new(layout, salt))
         }
         v => Game::from_position(Position::from_fen(v, start_fen).map_err(|e| e.to_string())?),
@@ -351,43 +401,98 @@ pub fn render_pgn(r: &Value) -> Result<String, String> {
         Some("draw") => "1/2-1/2",
         _ => "*",
     };
-    let ended = OffsetDateTime::from_unix_timestamp_nanos(i128::from(r["ended_at"].as_i64().unwrap_or(0)) * 1_000_000)
-        .unwrap_or(OffsetDateTime::UNIX_EPOCH);
+    let ended = OffsetDateTime::from_unix_timestamp_nanos(
+        i128::from(r["ended_at"].as_i64().unwrap_or(0)) * 1_000_000,
+    )
+    .unwrap_or(OffsetDateTime::UNIX_EPOCH);
     let mut out = String::new();
-    tag(&mut out, "Event", if r["rated"] == true { "Rated game" } else { "Casual game" });
+    tag(
+        &mut out,
+        "Event",
+        if r["rated"] == true {
+            "Rated game"
+        } else {
+            "Casual game"
+        },
+    );
     tag(&mut out, "Site", "Frontier");
-    tag(&mut out, "Date", &format!("{:04}.{:02}.{:02}", ended.year(), u8::from(ended.month()), ended.day()));
+    tag(
+        &mut out,
+        "Date",
+        &format!(
+            "{:04}.{:02}.{:02}",
+            ended.year(),
+            u8::from(ended.month()),
+            ended.day()
+        ),
+    );
     tag(&mut out, "Round", "-");
-    tag(&mut out, "White", r["white"]["name"].as_str().unwrap_or("?"));
-    tag(&mut out, "Black", r["black"]["name"].as_str().unwrap_or("?"));
+    tag(
+        &mut out,
+        "White",
+        r["white"]["name"].as_str().unwrap_or("?"),
+    );
+    tag(
+        &mut out,
+        "Black",
+        r["black"]["name"].as_str().unwrap_or("?"),
+    );
     tag(&mut out, "Result", result);
     tag(&mut out, "GameId", r["id"].as_str().unwrap_or_default());
-    tag(&mut out, "Variant", match variant {
-        Variant::Standard => "Standard",
-        Variant::Hidden => "Hidden",
-        Variant::Atomic => "Atomic",
-    });
+    tag(
+        &mut out,
+        "Variant",
+        match variant {
+            Variant::Standard => "Standard",
+            Variant::Hidden => "Hidden",
+            Variant::Atomic => "Atomic",
+        },
+    );
     let tc = match r["clock"].as_object() {
-        Some(c) => format!("{}+{}", c["minutes"].as_i64().unwrap_or(0) * 60, c["increment"].as_i64().unwrap_or(0)),
+        Some(c) => format!(
+            "{}+{}",
+            c["minutes"].as_i64().unwrap_or(0) * 60,
+            c["increment"].as_i64().unwrap_or(0)
+        ),
         None => "-".to_owned(),
     };
     tag(&mut out, "TimeControl", &tc);
-    tag(&mut out, "Termination", r["outcome"].as_str().unwrap_or_default());
+    tag(
+        &mut out,
+        "Termination",
+        r["outcome"].as_str().unwrap_or_default(),
+    );
     if variant != Variant::Hidden && start_fen != Position::new(variant).fen() {
         tag(&mut out, "SetUp", "1");
         tag(&mut out, "FEN", start_fen);
     }
     if variant == Variant::Hidden {
-        tag(&mut out, "Layout", r["initial_layout"].as_str().unwrap_or_default());
+        tag(
+            &mut out,
+            "Layout",
+            r["initial_layout"].as_str().unwrap_or_default(),
+        );
         tag(&mut out, "Salt", r["salt"].as_str().unwrap_or_default());
-        tag(&mut out, "Commitment", r["commitment"].as_str().unwrap_or_default());
+        tag(
+            &mut out,
+            "Commitment",
+            r["commitment"].as_str().unwrap_or_default(),
+        );
     }
     out.push('\n');
     let mut movetext = Vec::new();
-    for (i, m) in r["moves"].as_array().cloned().unwrap_or_default().iter().enumerate() {
+    for (i, m) in r["moves"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default()
+        .iter()
+        .enumerate()
+    {
         let uci = m["uci"].as_str().unwrap_or_default();
         let before = *game.position();
-        let mv = before.parse_uci(uci).map_err(|e| format!("move {}: {e}", i + 1))?;
+        let mv = before
+            .parse_uci(uci)
+            .map_err(|e| format!("move {}: {e}", i + 1))?;
         let san = frontier_rules::san(&before, &mv);
         game.play(&mv).map_err(|e| format!("move {}: {e}", i + 1))?;
         let suffix = frontier_rules::san_suffix(game.position());
@@ -399,7 +504,10 @@ pub fn render_pgn(r: &Value) -> Result<String, String> {
         movetext.push(format!("{san}{suffix}"));
         let mut notes = Vec::new();
         if let Some(role) = m["reveal_role"].as_str().filter(|s| !s.is_empty()) {
-            notes.push(format!("reveals {role} on {}", m["reveal_square"].as_str().unwrap_or("?")));
+            notes.push(format!(
+                "reveals {role} on {}",
+                m["reveal_square"].as_str().unwrap_or("?")
+            ));
         }
         if let Some(id) = m["captured_identity"].as_str().filter(|s| !s.is_empty()) {
             notes.push(format!("captured a hidden {id}"));

@@ -73,7 +73,8 @@ fn variant_name(v: i32) -> Option<&'static str> {
 }
 
 fn at(ms: i64) -> OffsetDateTime {
-    OffsetDateTime::from_unix_timestamp_nanos(i128::from(ms) * 1_000_000).unwrap_or(OffsetDateTime::UNIX_EPOCH)
+    OffsetDateTime::from_unix_timestamp_nanos(i128::from(ms) * 1_000_000)
+        .unwrap_or(OffsetDateTime::UNIX_EPOCH)
 }
 
 fn moves_json(game: &games::FinishedGame) -> serde_json::Value {
@@ -176,7 +177,9 @@ pub async fn record_game(pool: &PgPool, game: &games::FinishedGame) -> anyhow::R
             rows.iter()
                 .find(|r| r.0 == pid)
                 .map(|r| {
-                    let idle = r.4.map_or(0.0, |last| (ended - last).as_seconds_f64().max(0.0) / 3600.0);
+                    let idle = r.4.map_or(0.0, |last| {
+                        (ended - last).as_seconds_f64().max(0.0) / 3600.0
+                    });
                     (
                         Rating {
                             rating: r.1,
@@ -195,8 +198,18 @@ pub async fn record_game(pool: &PgPool, game: &games::FinishedGame) -> anyhow::R
             "black" => (Score::Loss, Score::Win),
             _ => (Score::Draw, Score::Draw),
         };
-        let new_w = rate_game(w, w_idle, b.after_inactivity(b_idle / frontier_glicko2::PERIOD_HOURS), w_score);
-        let new_b = rate_game(b, b_idle, w.after_inactivity(w_idle / frontier_glicko2::PERIOD_HOURS), b_score);
+        let new_w = rate_game(
+            w,
+            w_idle,
+            b.after_inactivity(b_idle / frontier_glicko2::PERIOD_HOURS),
+            w_score,
+        );
+        let new_b = rate_game(
+            b,
+            b_idle,
+            w.after_inactivity(w_idle / frontier_glicko2::PERIOD_HOURS),
+            b_score,
+        );
         for (pid, r) in [(white_id, new_w), (black_id, new_b)] {
             sqlx::query(
                 "UPDATE ratings SET rating = $3, rd = $4, volatility = $5, rated_games = rated_games + 1,

@@ -28,16 +28,31 @@ async fn env() -> Env {
     let url = frontier_testkit::fresh_database().await.expect("Postgres");
     let pool = PgPool::connect(&url).await.expect("connect");
     MIGRATOR.run(&pool).await.expect("migrate");
-    let nats = async_nats::connect(frontier_testkit::nats_url()).await.expect("NATS");
+    let nats = async_nats::connect(frontier_testkit::nats_url())
+        .await
+        .expect("NATS");
     let js = jetstream::new(nats.clone());
-    frontier_platform::streams::ensure_finished_games(&js, &ns).await.expect("stream");
-    Env { ns, pool, url, nats, js }
+    frontier_platform::streams::ensure_finished_games(&js, &ns)
+        .await
+        .expect("stream");
+    Env {
+        ns,
+        pool,
+        url,
+        nats,
+        js,
+    }
 }
 
 impl Env {
     fn instance(&self, crash: bool) -> Shutdown {
         let stop = Shutdown::new();
-        let (pool, nats, ns, stop2) = (self.pool.clone(), self.nats.clone(), self.ns.clone(), stop.clone());
+        let (pool, nats, ns, stop2) = (
+            self.pool.clone(),
+            self.nats.clone(),
+            self.ns.clone(),
+            stop.clone(),
+        );
         tokio::spawn(async move {
             let settings = ConsumerSettings {
                 name: "rating".into(),
@@ -55,7 +70,11 @@ impl Env {
         let mut headers = async_nats::HeaderMap::new();
         headers.insert("Nats-Msg-Id", msg_id);
         self.js
-            .publish_with_headers(self.ns.finished_games_subject(), headers, game.encode_to_vec().into())
+            .publish_with_headers(
+                self.ns.finished_games_subject(),
+                headers,
+                game.encode_to_vec().into(),
+            )
             .await
             .expect("publish")
             .await
@@ -63,18 +82,24 @@ impl Env {
     }
 
     async fn recorded(&self) -> async_nats::Subscriber {
-        let sub = self.nats.subscribe(self.ns.recorded_games_subject()).await.expect("sub");
+        let sub = self
+            .nats
+            .subscribe(self.ns.recorded_games_subject())
+            .await
+            .expect("sub");
         self.nats.flush().await.expect("flush");
         sub
     }
 
     async fn rated_games(&self, player: Uuid) -> i32 {
-        sqlx::query_scalar("SELECT rated_games FROM ratings WHERE player_id = $1 AND variant = 'standard'")
-            .bind(player)
-            .fetch_optional(&self.pool)
-            .await
-            .expect("query")
-            .unwrap_or(0)
+        sqlx::query_scalar(
+            "SELECT rated_games FROM ratings WHERE player_id = $1 AND variant = 'standard'",
+        )
+        .bind(player)
+        .fetch_optional(&self.pool)
+        .await
+        .expect("query")
+        .unwrap_or(0)
     }
 
     async fn stop(self) {
@@ -131,16 +156,23 @@ async fn a_game_delivered_twice_changes_ratings_once() {
     env.publish(&game, "second").await;
     let first = next_notice(&mut notices).await;
     let second = next_notice(&mut notices).await;
-    assert_eq!((first["duplicate"].clone(), second["duplicate"].clone()), (false.into(), true.into()));
+    assert_eq!(
+        (first["duplicate"].clone(), second["duplicate"].clone()),
+        (false.into(), true.into())
+    );
     assert_eq!(env.rated_games(w).await, 1);
-    let (rating, rd): (f64, f64) = sqlx::query_as("SELECT rating, rd FROM ratings WHERE player_id = $1")
-        .bind(w)
-        .fetch_one(&env.pool)
-        .await
-        .expect("row");
+    let (rating, rd): (f64, f64) =
+        sqlx::query_as("SELECT rating, rd FROM ratings WHERE player_id = $1")
+            .bind(w)
+            .fetch_one(&env.pool)
+            .await
+            .expect("row");
     let expected = rate_game(INITIAL, 0.0, INITIAL, Score::Win);
     assert!((rating - expected.rating).abs() < 1e-6 && (rd - expected.rd).abs() < 1e-6);
-    let stored: i64 = sqlx::query_scalar("SELECT count(*) FROM games").fetch_one(&env.pool).await.expect("count");
+    let stored: i64 = sqlx::query_scalar("SELECT count(*) FROM games")
+        .fetch_one(&env.pool)
+        .await
+        .expect("count");
     assert_eq!(stored, 1);
     stop.trigger();
     env.stop().await;
@@ -169,7 +201,10 @@ async fn killed_between_commit_and_ack_and_restarted_still_counts_once() {
         .spawn()
         .expect("the rating binary starts");
     env.publish(&finished(w, b, "black", NOW), "g1").await;
-    let status = tokio::task::spawn_blocking(move || doomed.wait()).await.expect("join").expect("wait");
+    let status = tokio::task::spawn_blocking(move || doomed.wait())
+        .await
+        .expect("join")
+        .expect("wait");
     assert!(!status.success(), "it died");
     assert_eq!(env.rated_games(b).await, 1, "the commit happened");
     // Restarted: the unacknowledged game comes again and changes nothing.
@@ -177,11 +212,12 @@ async fn killed_between_commit_and_ack_and_restarted_still_counts_once() {
     let notice = next_notice(&mut notices).await;
     assert_eq!(notice["duplicate"], true);
     assert_eq!(env.rated_games(b).await, 1);
-    let history: i64 = sqlx::query_scalar("SELECT count(*) FROM rating_history WHERE player_id = $1")
-        .bind(b)
-        .fetch_one(&env.pool)
-        .await
-        .expect("count");
+    let history: i64 =
+        sqlx::query_scalar("SELECT count(*) FROM rating_history WHERE player_id = $1")
+            .bind(b)
+            .fetch_one(&env.pool)
+            .await
+            .expect("count");
     assert_eq!(history, 1);
     stop.trigger();
     env.stop().await;
@@ -198,17 +234,19 @@ async fn two_instances_and_one_busy_player_lose_no_update() {
         let opponent = Uuid::now_v7();
         let result = ["white", "black", "draw"][i % 3];
         // All end at the same moment.
-        env.publish(&finished(busy, opponent, result, NOW), &format!("m{i}")).await;
+        env.publish(&finished(busy, opponent, result, NOW), &format!("m{i}"))
+            .await;
     }
     for _ in 0..GAMES {
         next_notice(&mut notices).await;
     }
     assert_eq!(env.rated_games(busy).await, GAMES as i32);
-    let history: i64 = sqlx::query_scalar("SELECT count(*) FROM rating_history WHERE player_id = $1")
-        .bind(busy)
-        .fetch_one(&env.pool)
-        .await
-        .expect("count");
+    let history: i64 =
+        sqlx::query_scalar("SELECT count(*) FROM rating_history WHERE player_id = $1")
+            .bind(busy)
+            .fetch_one(&env.pool)
+            .await
+            .expect("count");
     assert_eq!(history, GAMES as i64);
     // The rating row is the result of the last applied history step (nothing overwritten).
     let (rd,): (f64,) = sqlx::query_as("SELECT rd FROM ratings WHERE player_id = $1")
@@ -221,7 +259,10 @@ async fn two_instances_and_one_busy_player_lose_no_update() {
         .fetch_one(&env.pool)
         .await
         .expect("min");
-    assert!((rd - min_rd).abs() < 1e-9, "RD only shrinks with games at one moment: {rd} vs {min_rd}");
+    assert!(
+        (rd - min_rd).abs() < 1e-9,
+        "RD only shrinks with games at one moment: {rd} vs {min_rd}"
+    );
     for s in stops {
         s.trigger();
     }
@@ -248,7 +289,10 @@ async fn casual_aborted_and_guest_games_are_stored_not_rated() {
         assert_eq!(n["rated"], false);
     }
     assert_eq!(env.rated_games(w).await, 0);
-    let stored: i64 = sqlx::query_scalar("SELECT count(*) FROM games").fetch_one(&env.pool).await.expect("count");
+    let stored: i64 = sqlx::query_scalar("SELECT count(*) FROM games")
+        .fetch_one(&env.pool)
+        .await
+        .expect("count");
     assert_eq!(stored, 3);
     stop.trigger();
     env.stop().await;

@@ -88,6 +88,23 @@ impl Platform {
                     shutdown,
                 )));
         }
+        // One rating consumer, so finished games reach Postgres as in production.
+        {
+            let pool = sqlx_pool(&database_url).await?;
+            frontier_rating::MIGRATOR.run(&pool).await?;
+            let nats = async_nats::connect(frontier_testkit::nats_url()).await?;
+            let ns = frontier_platform::Namespace::new(&namespace).map_err(anyhow::Error::msg)?;
+            let shutdown = Shutdown::new();
+            platform.shutdowns.push(shutdown.clone());
+            platform.tasks.push(tokio::spawn(async move {
+                let settings = frontier_rating::ConsumerSettings {
+                    name: "rating".into(),
+                    ack_wait: Duration::from_secs(5),
+                    crash_after_commit: false,
+                };
+                frontier_rating::consume(pool, nats, &ns, &settings, shutdown).await
+            }));
+        }
         for i in 0..gateways {
             let session = platform.sessions[i % sessions];
             let args = vec![
@@ -139,6 +156,47 @@ impl Platform {
                 .await;
         }
     }
+}
+
+async fn sqlx_pool(url: &str) -> anyhow::Result<sqlx::PgPool> {
+    Ok(sqlx::PgPool::connect(url).await?)
+}
+
+/// A minimal HTTP/1.1 GET: status and body text.
+pub async fn get(addr: SocketAddr, path: &str) -> anyhow::Result<(u16, String)> {
+    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+    let mut stream = tokio::net::TcpStream::connect(addr).await?;
+    let request = format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n");
+    stream.write_all(request.as_bytes()).await?;
+    let mut response = Vec::new();
+    stream.read_to_end(&mut response).await?;
+    let text = String::from_utf8_lossy(&response).into_owned();
+    let status: u16 = text
+        .split_whitespace()
+        .nth(1)
+        .context("status line")?
+        .parse()?;
+    let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
+    // Responses may be chunked: join the chunks.
+    let body = if head
+        .to_ascii_lowercase()
+        .contains("transfer-encoding: chunked")
+    {
+        let mut out = String::new();
+        let mut rest = body;
+        while let Some((size, tail)) = rest.split_once("\r\n") {
+            let n = usize::from_str_radix(size.trim(), 16).unwrap_or(0);
+            if n == 0 || tail.len() < n {
+                break;
+            }
+            out.push_str(&tail[..n]);
+            rest = tail[n..].trim_start_matches("\r\n");
+        }
+        out
+    } else {
+        body.to_owned()
+    };
+    Ok((status, body))
 }
 
 /// A minimal HTTP/1.1 POST (the tests need no HTTP client crate for three endpoints).
