@@ -27,8 +27,10 @@ lint:
 
 # Tests talk to real Redis, NATS (JetStream) and Postgres: scripts/test-services.sh uses the
 # ones on the standard loopback ports or starts throwaway ones (installing them if needed).
+# Each integration test starts a whole platform; on a 2-core machine three at a time keep
+# them responsive.
 test: lint
-	scripts/test-services.sh $(CARGO) test --workspace
+	scripts/test-services.sh $(CARGO) test --workspace -- --test-threads=3
 
 perft:
 	$(PERFT) --variant standard --epd $(DATA)/standard-deep.perft

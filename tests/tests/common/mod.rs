@@ -22,7 +22,7 @@ use tokio_tungstenite::tungstenite::Message;
 pub const JWT_SECRET: &str = "integration-test-secret-0123456789abcdef";
 
 /// How long a test waits for a frame before failing.
-pub const WAIT: Duration = Duration::from_secs(10);
+pub const WAIT: Duration = Duration::from_secs(30);
 
 /// A running platform.
 pub struct Platform {
