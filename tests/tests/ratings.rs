@@ -39,6 +39,7 @@ async fn a_rated_hidden_game_is_recorded_rated_and_served() -> anyhow::Result<()
     let ns = frontier_platform::Namespace::new(&p.namespace).map_err(anyhow::Error::msg)?;
     let mut recorded = nats.subscribe(ns.recorded_games_subject()).await?;
     nats.flush().await?;
+    frontier_testkit::nats_round_trip(&nats).await;
     let (alice_token, alice) = register(&p, "alice").await?;
     let (bob_token, bob) = register(&p, "bob").await?;
     let mut white = Client::with_token(p.gateways[0], "alice", &alice_token, &alice).await?;
@@ -142,6 +143,7 @@ async fn games_page_newest_first_and_bad_queries_are_refused() -> anyhow::Result
     let ns = frontier_platform::Namespace::new(&p.namespace).map_err(anyhow::Error::msg)?;
     let mut recorded = nats.subscribe(ns.recorded_games_subject()).await?;
     nats.flush().await?;
+    frontier_testkit::nats_round_trip(&nats).await;
     let (token, me) = register(&p, "carol").await?;
     let mut carol = Client::with_token(p.gateways[0], "carol", &token, &me).await?;
     let mut other = Client::guest(p.gateways[1], "guest").await?;

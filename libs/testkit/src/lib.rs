@@ -65,3 +65,15 @@ pub async fn fresh_database() -> anyhow::Result<String> {
         .unwrap_or(admin);
     Ok(format!("{base}/{name}"))
 }
+
+/// Waits until the NATS server has processed everything `client` sent so far (such as a
+/// SUB): `flush` only empties the client's buffer, while a request that the server answers
+/// itself ("no responders") is a round trip on the same connection.
+pub async fn nats_round_trip(client: &async_nats::Client) {
+    let probe = format!("_FRONTIER.ready.{}", uuid::Uuid::new_v4().simple());
+    let _ = tokio::time::timeout(
+        std::time::Duration::from_secs(5),
+        client.request(probe, Vec::new().into()),
+    )
+    .await;
+}

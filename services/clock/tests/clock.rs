@@ -145,6 +145,7 @@ impl Env {
             .await
             .expect("subscribe");
         self.nats.flush().await.expect("flush");
+        frontier_testkit::nats_round_trip(&self.nats).await;
         self.service
             .join_board(black.clone(), &code)
             .await

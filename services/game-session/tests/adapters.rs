@@ -182,6 +182,7 @@ async fn identities_travel_only_on_the_entitled_subject_and_finished_games_reach
         ));
     }
     client.flush().await.expect("flush");
+    frontier_testkit::nats_round_trip(&client).await;
     svc.join_board(black.clone(), &code).await.expect("joined");
     for (who, uci) in [(&white, "b1c3"), (&black, "a7a6"), (&white, "c3c7")] {
         svc.act(&game, &who.id, "", None, &Action::Move(uci.into(), None))

@@ -68,9 +68,11 @@ impl Hub {
             return Ok((topic, rx));
         }
         let mut subscription = self.nats.subscribe(subject.to_owned()).await?;
-        // The subscription must be registered with the server before callers go on to read
-        // the log, or an event published in between could be missed by both.
-        let _ = self.nats.flush().await;
+        // The subscription must be active at the server before callers go on to read the
+        // log, or an event published in between could be missed by both. `flush` only
+        // empties the client's buffer; a request the server answers itself (no responders)
+        // is a round trip after the SUB, on the same connection, so the SUB was processed.
+        server_round_trip(&self.nats).await;
         let (tx, rx) = broadcast::channel(self.capacity);
         let sender = tx.clone();
         let task = tokio::spawn(async move {
@@ -96,5 +98,18 @@ impl Hub {
         topics.retain(|_, weak| weak.strong_count() > 0);
         topics.insert(subject.to_owned(), Arc::downgrade(&topic));
         Ok((topic, rx))
+    }
+}
+
+/// Waits until the server has processed everything this connection sent so far.
+pub async fn server_round_trip(nats: &async_nats::Client) {
+    let probe = format!("_FRONTIER.ready.{}", uuid::Uuid::new_v4().simple());
+    let answered = tokio::time::timeout(
+        std::time::Duration::from_secs(5),
+        nats.request(probe, bytes::Bytes::new()),
+    )
+    .await;
+    if answered.is_err() {
+        tracing::warn!("NATS did not answer a readiness probe within 5 s");
     }
 }

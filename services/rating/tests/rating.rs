@@ -88,6 +88,7 @@ impl Env {
             .await
             .expect("sub");
         self.nats.flush().await.expect("flush");
+        frontier_testkit::nats_round_trip(&self.nats).await;
         sub
     }
 
