@@ -28,10 +28,16 @@ impl Drop for TelemetryGuard {
 pub fn init(service: &'static str) -> anyhow::Result<TelemetryGuard> {
     let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
     let json = std::env::var("FRONTIER_LOG_JSON").is_ok_and(|v| v == "1");
+    // Logs go to standard error; standard output stays free for a program's own output.
     let fmt_layer = if json {
-        tracing_subscriber::fmt::layer().json().boxed()
+        tracing_subscriber::fmt::layer()
+            .json()
+            .with_writer(std::io::stderr)
+            .boxed()
     } else {
-        tracing_subscriber::fmt::layer().boxed()
+        tracing_subscriber::fmt::layer()
+            .with_writer(std::io::stderr)
+            .boxed()
     };
     let (otel_layer, provider) = match std::env::var("OTEL_EXPORTER_OTLP_ENDPOINT") {
         Ok(endpoint) if !endpoint.is_empty() => {

@@ -193,7 +193,7 @@ proptest! {
     }
 
     /// Views print and parse back; the incremental Zobrist key equals the one computed
-    /// from scratch after every move, in every variant.
+    /// from scratch after every move, in every variant; snapshots restore the same game.
     #[test]
     fn fen_round_trips_and_zobrist_keys(
         layout in layout_strategy(),
@@ -217,6 +217,23 @@ proptest! {
                 prop_assert!(game.play(&m).is_ok());
                 let pos = game.position();
                 prop_assert_eq!(pos.key(), pos.compute_key());
+                // The storage form restores the same game for every audience.
+                let restored = Game::restore(game.snapshot());
+                prop_assert!(restored.is_ok(), "{:?}", restored.err());
+                let restored = restored.expect("checked");
+                for audience in [Audience::Spectator, Audience::Player(Color::White), Audience::Player(Color::Black)] {
+                    // Equal as positions (FEN and repetition key: the stored form keeps an
+                    // en-passant square only when a capture there is legal).
+                    let (a, b) = (restored.view(audience), game.view(audience));
+                    prop_assert_eq!(a.fen(), b.fen());
+                    prop_assert_eq!(a.position.repetition_key(), b.position.repetition_key());
+                    prop_assert_eq!(
+                        (a.pending_promotion, a.captured_identities, a.commitment, a.outcome, a.shuffle),
+                        (b.pending_promotion, b.captured_identities, b.commitment, b.outcome, b.shuffle)
+                    );
+                }
+                prop_assert_eq!(restored.legal_moves().to_vec(), game.legal_moves().to_vec());
+                prop_assert_eq!(restored.repetitions(), game.repetitions());
                 if game.pending_promotion().is_none() {
                     let fen = pos.fen();
                     let parsed = Position::from_fen(variant, &fen);

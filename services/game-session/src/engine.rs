@@ -695,8 +695,10 @@ impl Record {
                 }
                 let report = self.game.choose_promotion(*role).map_err(play_error)?;
                 self.tick(now_ms, None);
+                let clock_ms = self.clock.as_ref().map(|c| c.remaining_ms[seat]);
                 if let Some(last) = self.stored.moves.last_mut() {
                     last.uci = report.for_audience(Audience::Spectator).uci.to_string();
+                    last.clock_ms = clock_ms;
                 }
                 self.move_change(&report, version, now_ms)
             }
@@ -842,6 +844,7 @@ impl Record {
                 .map(|r| r.name().to_owned())
                 .unwrap_or_default(),
             at_ms: u64::try_from(now_ms - started).unwrap_or_default(),
+            clock_ms: self.clock.as_ref().map(|c| c.remaining_ms[report.mover()]),
         });
     }
 

@@ -254,7 +254,7 @@ pub async fn rating_history<A: Accounts>(
     .map_err(db)?;
     let points: Vec<Value> = rows
         .iter()
-        .map(|r| json!({"game_id": r.0, "rating": r.1, "rd": r.2, "at": ms(r.3)}))
+        .map(|r| json!({"game_id": r.0, "rating": r.1, "rd": r.2, "provisional": r.2 > frontier_glicko2::PROVISIONAL_RD, "at": ms(r.3)}))
         .collect();
     Ok(axum::Json(json!({"variant": variant, "points": points})))
 }
@@ -281,7 +281,7 @@ pub async fn leaderboard<A: Accounts>(
     .map_err(db)?;
     let players: Vec<Value> = rows
         .iter()
-        .map(|r| json!({"id": r.0, "name": r.1, "rating": r.2, "rd": r.3, "rated_games": r.4}))
+        .map(|r| json!({"id": r.0, "name": r.1, "rating": r.2, "rd": r.3, "provisional": false, "rated_games": r.4}))
         .collect();
     Ok(axum::Json(json!({"variant": variant, "players": players})))
 }

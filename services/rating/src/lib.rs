@@ -46,9 +46,11 @@ pub struct Config {
     /// How long a delivered game may stay unacknowledged before it is delivered again.
     #[arg(long, env = "FRONTIER_RATING_ACK_WAIT", default_value = "30s", value_parser = frontier_platform::config::parse_duration)]
     pub ack_wait: Duration,
-    /// TEST ONLY: die (abort) right after committing a game, before acknowledging it.
-    #[arg(long, env = "FRONTIER_TEST_CRASH_AFTER_COMMIT", hide = true)]
-    pub test_crash_after_commit: bool,
+    /// TEST ONLY: right after committing a game, before acknowledging it, print
+    /// `COMMITTED <game id>` on standard output and stop (hang) there, so a test can kill
+    /// the process at exactly that point.
+    #[arg(long, env = "FRONTIER_TEST_HANG_AFTER_COMMIT", hide = true)]
+    pub test_hang_after_commit: bool,
 }
 
 /// What happened to one finished game.
@@ -88,6 +90,7 @@ fn moves_json(game: &games::FinishedGame) -> serde_json::Value {
                     "captured_square": m.captured_square, "captured_role": m.captured_role,
                     "captured_was_hidden": m.captured_was_hidden,
                     "captured_identity": m.captured_identity, "at_ms": m.at_ms,
+                    "clock_ms": m.clock_ms,
                 })
             })
             .collect(),
@@ -247,8 +250,8 @@ pub struct ConsumerSettings {
     pub name: String,
     /// Redelivery after this long without ack.
     pub ack_wait: Duration,
-    /// TEST ONLY: abort between commit and ack.
-    pub crash_after_commit: bool,
+    /// TEST ONLY: hang between commit and ack (see [`Config::test_hang_after_commit`]).
+    pub hang_after_commit: bool,
 }
 
 /// Consumes the finished-games stream until `shutdown`; after each game it publishes a
@@ -262,7 +265,7 @@ pub async fn consume(
 ) -> anyhow::Result<()> {
     let js = jetstream::new(client.clone());
     let consumer_name = settings.name.as_str();
-    let crash_after_commit = settings.crash_after_commit;
+    let hang_after_commit = settings.hang_after_commit;
     let stream = frontier_platform::streams::ensure_finished_games(&js, ns)
         .await
         .map_err(anyhow::Error::msg)?;
@@ -307,9 +310,10 @@ pub async fn consume(
         match record_game(&pool, &game).await {
             Ok(recorded) => {
                 tracing::info!(game = %game.game_id, ?recorded, "finished game recorded");
-                if crash_after_commit {
-                    tracing::warn!("TEST ONLY: dying between commit and acknowledgement");
-                    std::process::abort();
+                if hang_after_commit {
+                    announce_commit(&game.game_id);
+                    tracing::warn!("TEST ONLY: hanging between commit and acknowledgement");
+                    std::future::pending::<()>().await;
                 }
                 if let Err(e) = message.double_ack().await {
                     tracing::warn!(error = %e, "ack failed; the game will come again and change nothing");
@@ -353,9 +357,17 @@ pub async fn run(config: Config, shutdown: Shutdown) -> anyhow::Result<()> {
         &ConsumerSettings {
             name: config.consumer.clone(),
             ack_wait: config.ack_wait,
-            crash_after_commit: config.test_crash_after_commit,
+            hang_after_commit: config.test_hang_after_commit,
         },
         shutdown,
     )
     .await
+}
+
+/// TEST ONLY: tells a waiting test the commit happened (see `test_hang_after_commit`).
+fn announce_commit(game_id: &str) {
+    use std::io::Write as _;
+    let mut out = std::io::stdout().lock();
+    let _ = writeln!(out, "COMMITTED {game_id}");
+    let _ = out.flush();
 }

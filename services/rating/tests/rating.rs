@@ -57,7 +57,7 @@ impl Env {
             let settings = ConsumerSettings {
                 name: "rating".into(),
                 ack_wait: Duration::from_secs(1),
-                crash_after_commit: crash,
+                hang_after_commit: crash,
             };
             if let Err(e) = consume(pool, nats, &ns, &settings, stop2).await {
                 eprintln!("consumer: {e:#}");
@@ -184,7 +184,8 @@ async fn killed_between_commit_and_ack_and_restarted_still_counts_once() {
     let env = env().await;
     let mut notices = env.recorded().await;
     let (w, b) = (Uuid::now_v7(), Uuid::now_v7());
-    // A rating process that aborts right after its first commit, before acknowledging.
+    // A rating process that stops right after its first commit, before acknowledging; it
+    // is killed there with SIGKILL.
     let mut doomed = std::process::Command::new(env!("CARGO_BIN_EXE_rating"))
         .args([
             "--nats-url",
@@ -195,17 +196,28 @@ async fn killed_between_commit_and_ack_and_restarted_still_counts_once() {
             env.ns.prefix(),
             "--ack-wait",
             "1s",
-            "--test-crash-after-commit",
+            "--test-hang-after-commit",
         ])
-        .stdout(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::null())
         .spawn()
         .expect("the rating binary starts");
-    env.publish(&finished(w, b, "black", NOW), "g1").await;
-    let status = tokio::task::spawn_blocking(move || doomed.wait())
-        .await
-        .expect("join")
-        .expect("wait");
+    let game = finished(w, b, "black", NOW);
+    env.publish(&game, "g1").await;
+    let stdout = doomed.stdout.take().expect("piped");
+    let line = tokio::task::spawn_blocking(move || {
+        use std::io::BufRead as _;
+        std::io::BufReader::new(stdout)
+            .lines()
+            .map_while(Result::ok)
+            .find(|l| l.starts_with("COMMITTED"))
+            .unwrap_or_default()
+    })
+    .await
+    .expect("join");
+    assert_eq!(line.trim(), format!("COMMITTED {}", game.game_id));
+    doomed.kill().expect("SIGKILL");
+    let status = doomed.wait().expect("wait");
     assert!(!status.success(), "it died");
     assert_eq!(env.rated_games(b).await, 1, "the commit happened");
     // Restarted: the unacknowledged game comes again and changes nothing.

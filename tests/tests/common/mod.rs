@@ -100,7 +100,7 @@ impl Platform {
                 let settings = frontier_rating::ConsumerSettings {
                     name: "rating".into(),
                     ack_wait: Duration::from_secs(5),
-                    crash_after_commit: false,
+                    hang_after_commit: false,
                 };
                 frontier_rating::consume(pool, nats, &ns, &settings, shutdown).await
             }));
