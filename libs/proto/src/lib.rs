@@ -23,3 +23,33 @@ pub mod gamesession {
         }
     }
 }
+
+/// A game-session client balanced over these URLs (connections are made lazily). Shared by
+/// every service that calls game-session.
+pub fn game_session_client(
+    urls: &[String],
+) -> Result<
+    gamesession::v1::game_session_client::GameSessionClient<tonic::transport::Channel>,
+    String,
+> {
+    use tonic::transport::{Channel, Endpoint};
+    let endpoints = urls
+        .iter()
+        .map(|u| {
+            Endpoint::from_shared(u.clone())
+                .map(|e| {
+                    e.tcp_nodelay(true)
+                        .connect_timeout(std::time::Duration::from_secs(3))
+                })
+                .map_err(|e| format!("game-session URL `{u}`: {e}"))
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    if endpoints.is_empty() {
+        return Err("at least one game-session URL is needed".into());
+    }
+    Ok(
+        gamesession::v1::game_session_client::GameSessionClient::new(Channel::balance_list(
+            endpoints.into_iter(),
+        )),
+    )
+}

@@ -17,7 +17,7 @@ use frontier_platform::{GameId, Namespace, Shutdown};
 use frontier_proto::gamesession::v1 as pb;
 use frontier_proto::gamesession::v1::game_session_client::GameSessionClient;
 use redis::aio::ConnectionManager;
-use tonic::transport::{Channel, Endpoint};
+use tonic::transport::Channel;
 
 pub mod config;
 
@@ -252,17 +252,7 @@ impl ClockService {
 
 /// Connects lazily to game-session.
 pub fn sessions(urls: &[String]) -> anyhow::Result<GameSessionClient<Channel>> {
-    let endpoints = urls
-        .iter()
-        .map(|u| Endpoint::from_shared(u.clone()).map(|e| e.tcp_nodelay(true)))
-        .collect::<Result<Vec<_>, _>>()?;
-    anyhow::ensure!(
-        !endpoints.is_empty(),
-        "at least one game-session URL is needed"
-    );
-    Ok(GameSessionClient::new(Channel::balance_list(
-        endpoints.into_iter(),
-    )))
+    frontier_proto::game_session_client(urls).map_err(anyhow::Error::msg)
 }
 
 /// Runs a clock instance from configuration until `shutdown`.

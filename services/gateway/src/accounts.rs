@@ -157,6 +157,24 @@ async fn verify_password(password: String, hash: String) -> Result<bool, Account
     .map_err(|e| AccountError::Storage(format!("hashing task: {e}")))?
 }
 
+/// Checks a registration and hashes its password: the new account and its hash.
+async fn prepare_registration(
+    username: &str,
+    password: &str,
+) -> Result<(Account, String), AccountError> {
+    check_username(username)?;
+    check_password(username, password)?;
+    let hash = hash_password(password.to_owned()).await?;
+    Ok((
+        Account {
+            id: PlayerId::new(),
+            name: username.to_owned(),
+            guest: false,
+        },
+        hash,
+    ))
+}
+
 /// A generated guest name: `Guest` and five digits.
 pub fn guest_name() -> String {
     let mut bytes = [0u8; 4];
@@ -217,14 +235,7 @@ impl Accounts for PgAccounts {
     }
 
     async fn register(&self, username: &str, password: &str) -> Result<Account, AccountError> {
-        check_username(username)?;
-        check_password(username, password)?;
-        let hash = hash_password(password.to_owned()).await?;
-        let account = Account {
-            id: PlayerId::new(),
-            name: username.to_owned(),
-            guest: false,
-        };
+        let (account, hash) = prepare_registration(username, password).await?;
         sqlx::query(
             "INSERT INTO players (id, username, username_key, password_hash, guest) VALUES ($1, $2, $3, $4, false)",
         )
@@ -278,14 +289,7 @@ impl Accounts for MemoryAccounts {
     }
 
     async fn register(&self, username: &str, password: &str) -> Result<Account, AccountError> {
-        check_username(username)?;
-        check_password(username, password)?;
-        let hash = hash_password(password.to_owned()).await?;
-        let account = Account {
-            id: PlayerId::new(),
-            name: username.to_owned(),
-            guest: false,
-        };
+        let (account, hash) = prepare_registration(username, password).await?;
         let mut map = self.inner.lock().unwrap_or_else(|p| p.into_inner());
         let key = username.to_ascii_lowercase();
         if map.contains_key(&key) {

@@ -3,7 +3,7 @@
 use frontier_proto::gamesession::v1 as pb;
 use frontier_proto::gamesession::v1::game_session_client::GameSessionClient;
 use frontier_protocol::ErrorCode;
-use tonic::transport::{Channel, Endpoint};
+use tonic::transport::Channel;
 
 /// A client error from game-session (or its absence).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -48,22 +48,7 @@ pub type Sessions = GameSessionClient<Channel>;
 
 /// Connects lazily to these game-session URLs, balancing requests across them.
 pub fn connect(urls: &[String]) -> anyhow::Result<Sessions> {
-    let endpoints = urls
-        .iter()
-        .map(|u| {
-            Endpoint::from_shared(u.clone()).map(|e| {
-                e.tcp_nodelay(true)
-                    .connect_timeout(std::time::Duration::from_secs(3))
-            })
-        })
-        .collect::<Result<Vec<_>, _>>()?;
-    anyhow::ensure!(
-        !endpoints.is_empty(),
-        "at least one game-session URL is needed"
-    );
-    Ok(GameSessionClient::new(Channel::balance_list(
-        endpoints.into_iter(),
-    )))
+    frontier_proto::game_session_client(urls).map_err(anyhow::Error::msg)
 }
 
 /// `white`, `black` or `spectator`.
