@@ -22,6 +22,11 @@ cleanup() {
       "select datname from pg_database where datname like 'ft_${FRONTIER_TEST_RUN}_%'" 2>/dev/null |
       while read -r db; do psql "$FRONTIER_TEST_POSTGRES_URL" -qc "drop database if exists \"$db\"" >/dev/null 2>&1 || true; done
   fi
+  # Remove this run's Redis keys (every test namespace starts with t<run id>-).
+  if [ -n "${FRONTIER_TEST_REDIS_URL:-}" ] && command -v redis-cli >/dev/null; then
+    redis-cli -u "$FRONTIER_TEST_REDIS_URL" --scan --pattern "t${FRONTIER_TEST_RUN}-*" 2>/dev/null |
+      xargs -r -n 500 redis-cli -u "$FRONTIER_TEST_REDIS_URL" del >/dev/null 2>&1 || true
+  fi
   for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done
   if [ -n "${PG_DATA:-}" ]; then
     runuser -u postgres -- "$PG_BIN/pg_ctl" -D "$PG_DATA" -m immediate stop >/dev/null 2>&1 || true

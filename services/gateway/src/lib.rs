@@ -103,7 +103,14 @@ pub async fn serve<A: Accounts>(
     listener: TcpListener,
     state: Arc<AppState<A>>,
 ) -> anyhow::Result<()> {
+    use axum::serve::ListenerExt as _;
     let shutdown = state.shutdown.clone();
+    // Small frames both ways: Nagle's algorithm with delayed ACKs would hold each for ~40 ms.
+    let listener = listener.tap_io(|tcp| {
+        if let Err(e) = tcp.set_nodelay(true) {
+            tracing::debug!(error = %e, "TCP_NODELAY");
+        }
+    });
     axum::serve(listener, http::router(state))
         .with_graceful_shutdown(shutdown.wait_owned())
         .await

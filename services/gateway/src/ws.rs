@@ -591,8 +591,9 @@ impl<A: Accounts> Follower<A> {
         );
     }
 
-    /// Sends what follows `last` (or the view); returns the new last version and seat.
-    async fn catch_up(&self, last: Option<u64>) -> Result<(u64, i32), Refusal> {
+    /// Sends what follows `last` (or the view); returns the new last version and seat, and
+    /// whether what it sent shows the game over.
+    async fn catch_up(&self, last: Option<u64>) -> Result<(u64, i32, bool), Refusal> {
         let mut sessions = self.state.sessions.clone();
         let game_id = self.game.to_string();
         match last {
@@ -604,8 +605,9 @@ impl<A: Accounts> Follower<A> {
                     })
                     .await?
                     .into_inner();
+                let ended = ends_game(&view.frame);
                 self.push(Bytes::from(view.frame));
-                Ok((view.version, view.seat))
+                Ok((view.version, view.seat, ended))
             }
             Some(after) => {
                 let resume = sessions
@@ -619,11 +621,13 @@ impl<A: Accounts> Follower<A> {
                     .into_inner();
                 let seat = resume.seat;
                 let mut last = after;
+                let mut ended = false;
                 match resume.result {
                     Some(pb::resume_response::Result::Events(events)) => {
                         for frame in events.frames {
                             if frame.version > last {
                                 last = frame.version;
+                                ended |= ends_game(&frame.json);
                                 if !self.push(Bytes::from(frame.json)) {
                                     break;
                                 }
@@ -632,18 +636,20 @@ impl<A: Accounts> Follower<A> {
                     }
                     Some(pb::resume_response::Result::View(view)) => {
                         last = view.version;
+                        ended = ends_game(&view.frame);
                         self.push(Bytes::from(view.frame));
                     }
                     None => {}
                 }
-                Ok((last, seat))
+                Ok((last, seat, ended))
             }
         }
     }
 
     async fn run(self, after: Option<u64>) {
         let (mut last, seat) = match self.catch_up(after).await {
-            Ok(v) => v,
+            Ok((_, _, true)) => return,
+            Ok((last, seat, false)) => (last, seat),
             Err(refusal) => return self.fail(refusal),
         };
         let audience = match pb::Seat::try_from(seat) {
@@ -664,7 +670,8 @@ impl<A: Accounts> Follower<A> {
         };
         // Anything published between the first read and the subscription.
         match self.catch_up(Some(last)).await {
-            Ok((v, _)) => last = v,
+            Ok((_, _, true)) => return,
+            Ok((v, _, false)) => last = v,
             Err(refusal) => return self.fail(refusal),
         }
         // A seated player's presence, for claims in games without clock.
@@ -683,7 +690,8 @@ impl<A: Accounts> Follower<A> {
                 Ok(frame) => self.on_frame(last, frame).await,
                 Err(broadcast::error::RecvError::Lagged(_)) => {
                     match self.catch_up(Some(last)).await {
-                        Ok((v, _)) => Step::Continue(v),
+                        Ok((_, _, true)) => Step::Stop,
+                        Ok((v, _, false)) => Step::Continue(v),
                         Err(r) => {
                             self.fail(r);
                             Step::Stop
@@ -720,7 +728,10 @@ impl<A: Accounts> Follower<A> {
             return Step::Continue(last);
         }
         if frame.version == last + 1 {
-            return if self.push(frame.json) {
+            // A game that ended changes no more: stop following it (frees the subscription
+            // and the connection's follow slot).
+            let ended = ends_game(&frame.json);
+            return if self.push(frame.json) && !ended {
                 Step::Continue(frame.version)
             } else {
                 Step::Stop
@@ -728,7 +739,8 @@ impl<A: Accounts> Follower<A> {
         }
         // A gap: fetch what was missed, in order (this includes the frame at hand).
         match self.catch_up(Some(last)).await {
-            Ok((v, _)) => Step::Continue(v),
+            Ok((_, _, true)) => Step::Stop,
+            Ok((v, _, false)) => Step::Continue(v),
             Err(r) => {
                 self.fail(r);
                 Step::Stop
@@ -737,12 +749,30 @@ impl<A: Accounts> Follower<A> {
     }
 }
 
+/// Whether a frame reports the end of its game: only then does it carry an `outcome` object
+/// (views of live games carry `"outcome":null`, events none).
+fn ends_game(json: &[u8]) -> bool {
+    const NEEDLE: &[u8] = b"\"outcome\":{";
+    json.windows(NEEDLE.len()).any(|w| w == NEEDLE)
+}
+
 /// How long a connection may stay unauthenticated.
 pub const DEFAULT_AUTH_TIMEOUT: Duration = Duration::from_secs(10);
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn ended_games_are_recognised() {
+        assert!(ends_game(
+            br#"{"type":"event","version":9,"outcome":{"result":"draw","reason":"agreement"}}"#
+        ));
+        assert!(!ends_game(br#"{"type":"game","game":{"outcome":null}}"#));
+        assert!(!ends_game(
+            br#"{"type":"event","version":3,"event":{"kind":"move"}}"#
+        ));
+    }
 
     #[test]
     fn the_bucket_allows_a_burst_then_refills() {

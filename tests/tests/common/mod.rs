@@ -252,7 +252,9 @@ pub struct Client {
 impl Client {
     /// Connects to a gateway (not yet authenticated); reads the welcome.
     pub async fn connect(addr: SocketAddr, name: &str) -> anyhow::Result<Client> {
-        let (ws, _) = tokio_tungstenite::connect_async(format!("ws://{addr}/ws/v1")).await?;
+        let (ws, _) =
+            tokio_tungstenite::connect_async_with_config(format!("ws://{addr}/ws/v1"), None, true)
+                .await?;
         let mut client = Client {
             ws,
             log: Arc::default(),

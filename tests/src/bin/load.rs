@@ -1,0 +1,196 @@
+//! `frontier-load`: drives many games through a running gateway and reports moves per
+//! second and the move round trip (send → ack), for docs/benchmarks.md.
+//!
+//! ```text
+//! make run &                                   # release services on 127.0.0.1
+//! cargo run --release -p frontier-integration-tests --bin frontier-load -- \
+//!     --addr 127.0.0.1:8080 --pairs 40 --seconds 20
+//! ```
+//!
+//! Each pair is two guests playing casual standard games of random legal moves (at most 80
+//! plies, then a new game), each move sent only after the previous one was acknowledged.
+//! Sends only to the address given; stops by itself after `--seconds`.
+
+use std::time::{Duration, Instant};
+
+use anyhow::Context as _;
+use frontier_rules::{Game, Variant};
+use futures_util::{SinkExt as _, StreamExt as _};
+use serde_json::{Value, json};
+use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+use tokio_tungstenite::tungstenite::Message;
+
+type Ws =
+    tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
+
+struct Args {
+    addr: String,
+    pairs: usize,
+    seconds: u64,
+}
+
+fn args() -> anyhow::Result<Args> {
+    let mut a = Args {
+        addr: "127.0.0.1:8080".into(),
+        pairs: 20,
+        seconds: 15,
+    };
+    let mut it = std::env::args().skip(1);
+    while let Some(flag) = it.next() {
+        let value = it.next().with_context(|| format!("{flag} needs a value"))?;
+        match flag.as_str() {
+            "--addr" => a.addr = value,
+            "--pairs" => a.pairs = value.parse()?,
+            "--seconds" => a.seconds = value.parse()?,
+            other => anyhow::bail!("unknown argument {other}"),
+        }
+    }
+    anyhow::ensure!(
+        a.addr.starts_with("127.")
+            || a.addr.starts_with("localhost")
+            || a.addr.starts_with("[::1]"),
+        "the load tool only targets loopback addresses"
+    );
+    Ok(a)
+}
+
+async fn guest_token(addr: &str) -> anyhow::Result<String> {
+    let mut s = tokio::net::TcpStream::connect(addr).await?;
+    s.write_all(format!("POST /api/guest HTTP/1.1\r\nHost: {addr}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n").as_bytes())
+        .await?;
+    let mut out = String::new();
+    s.read_to_string(&mut out).await?;
+    let body = &out[out.find('{').context("body")?..=out.rfind('}').context("body")?];
+    let v: Value = serde_json::from_str(body)?;
+    Ok(v["token"].as_str().context("token")?.to_owned())
+}
+
+async fn client(addr: &str) -> anyhow::Result<Ws> {
+    let token = guest_token(addr).await?;
+    let (mut ws, _) =
+        tokio_tungstenite::connect_async_with_config(format!("ws://{addr}/ws/v1"), None, true)
+            .await?;
+    ws.send(Message::Text(
+        json!({"type": "auth", "token": token}).to_string().into(),
+    ))
+    .await?;
+    until(&mut ws, |v| v["type"] == "authenticated").await?;
+    Ok(ws)
+}
+
+async fn until(ws: &mut Ws, pred: impl Fn(&Value) -> bool) -> anyhow::Result<Value> {
+    loop {
+        let msg = tokio::time::timeout(Duration::from_secs(30), ws.next())
+            .await
+            .context("no answer within 30 s")?
+            .context("closed")??;
+        if let Message::Text(t) = msg {
+            let v: Value = serde_json::from_str(&t)?;
+            if v["type"] == "error" && v["code"] != "rate_limited" {
+                anyhow::bail!("error: {v}");
+            }
+            if pred(&v) {
+                return Ok(v);
+            }
+        }
+    }
+}
+
+/// Plays games until `deadline`; returns move round trips in microseconds.
+async fn pair(addr: String, deadline: Instant, seed: u64) -> anyhow::Result<Vec<u32>> {
+    let mut white = client(&addr).await?;
+    let mut black = client(&addr).await?;
+    let mut rng = seed | 1;
+    let mut latencies = Vec::new();
+    let mut n = 0u64;
+    while Instant::now() < deadline {
+        white
+            .send(Message::Text(
+                json!({"type": "create_board", "variant": "standard", "color": "white"})
+                    .to_string()
+                    .into(),
+            ))
+            .await?;
+        let created = until(&mut white, |v| v["type"] == "board_created").await?;
+        let game_id = created["game_id"].as_str().context("game")?.to_owned();
+        black
+            .send(Message::Text(
+                json!({"type": "join_board", "code": created["code"]})
+                    .to_string()
+                    .into(),
+            ))
+            .await?;
+        until(&mut black, |v| v["type"] == "board_joined").await?;
+        let mut game = Game::new(Variant::Standard).map_err(|e| anyhow::anyhow!("{e}"))?;
+        for ply in 0..80 {
+            if game.outcome().is_some() || Instant::now() >= deadline {
+                break;
+            }
+            let moves = game.legal_moves();
+            rng ^= rng << 13;
+            rng ^= rng >> 7;
+            rng ^= rng << 17;
+            let m = moves[(rng % moves.len() as u64) as usize];
+            let mover = if ply % 2 == 0 { &mut white } else { &mut black };
+            n += 1;
+            let id = format!("m{n}");
+            let started = Instant::now();
+            mover
+                .send(Message::Text(
+                    json!({"type": "move", "id": id, "game_id": game_id, "uci": m.to_string()})
+                        .to_string()
+                        .into(),
+                ))
+                .await?;
+            until(mover, |v| v["type"] == "ack" && v["id"] == id.as_str()).await?;
+            latencies.push(started.elapsed().as_micros() as u32);
+            game.play(&m).map_err(|e| anyhow::anyhow!("{e}"))?;
+        }
+        if game.outcome().is_none() {
+            white
+                .send(Message::Text(
+                    json!({"type": "resign", "game_id": game_id})
+                        .to_string()
+                        .into(),
+                ))
+                .await?;
+            until(&mut white, |v| v["type"] == "ack").await?;
+        }
+    }
+    Ok(latencies)
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    let args = args()?;
+    let started = Instant::now();
+    let deadline = started + Duration::from_secs(args.seconds);
+    let mut set = tokio::task::JoinSet::new();
+    for i in 0..args.pairs {
+        set.spawn(pair(args.addr.clone(), deadline, i as u64 + 1));
+    }
+    let mut all = Vec::new();
+    while let Some(r) = set.join_next().await {
+        match r? {
+            Ok(l) => all.extend(l),
+            Err(e) => eprintln!("a pair stopped: {e:#}"),
+        }
+    }
+    let elapsed = started.elapsed().as_secs_f64();
+    all.sort_unstable();
+    let pct = |p: f64| {
+        all.get(((all.len() as f64 * p) as usize).min(all.len().saturating_sub(1)))
+            .copied()
+            .unwrap_or(0)
+    };
+    println!(
+        "{} moves in {:.1} s: {:.0} moves/s; round trip p50 {:.2} ms, p99 {:.2} ms ({} pairs)",
+        all.len(),
+        elapsed,
+        all.len() as f64 / elapsed,
+        f64::from(pct(0.5)) / 1000.0,
+        f64::from(pct(0.99)) / 1000.0,
+        args.pairs
+    );
+    Ok(())
+}
