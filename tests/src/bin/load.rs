@@ -7,6 +7,11 @@
 //!     --addr 127.0.0.1:8080 --pairs 40 --seconds 20
 //! ```
 //!
+//! With `--flags N`, N timed games (1 "minute", so start game-session with a short
+//! `FRONTIER_TEST_CLOCK_MINUTE`) make their first moves and are left to run out of time
+//! while the pairs play; it reports how late each flag fell after its deadline, from the
+//! server's own clock readings.
+//!
 //! Each pair is two guests playing casual standard games of random legal moves (at most 80
 //! plies, then a new game), each move sent only after the previous one was acknowledged.
 //! Sends only to the address given; stops by itself after `--seconds`.
@@ -27,6 +32,7 @@ struct Args {
     addr: String,
     pairs: usize,
     seconds: u64,
+    flags: usize,
 }
 
 fn args() -> anyhow::Result<Args> {
@@ -34,6 +40,7 @@ fn args() -> anyhow::Result<Args> {
         addr: "127.0.0.1:8080".into(),
         pairs: 20,
         seconds: 15,
+        flags: 0,
     };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
@@ -42,6 +49,7 @@ fn args() -> anyhow::Result<Args> {
             "--addr" => a.addr = value,
             "--pairs" => a.pairs = value.parse()?,
             "--seconds" => a.seconds = value.parse()?,
+            "--flags" => a.flags = value.parse()?,
             other => anyhow::bail!("unknown argument {other}"),
         }
     }
@@ -160,6 +168,49 @@ async fn pair(addr: String, deadline: Instant, seed: u64) -> anyhow::Result<Vec<
     Ok(latencies)
 }
 
+/// One timed game left to flag: milliseconds between White's deadline and the end.
+async fn flag_game(addr: String) -> anyhow::Result<i64> {
+    let mut white = client(&addr).await?;
+    let mut black = client(&addr).await?;
+    white
+        .send(Message::Text(
+            json!({"type": "create_board", "variant": "standard", "color": "white", "clock": {"minutes": 1}}).to_string().into(),
+        ))
+        .await?;
+    let created = until(&mut white, |v| v["type"] == "board_created").await?;
+    let game_id = created["game_id"].as_str().context("game")?.to_owned();
+    black
+        .send(Message::Text(
+            json!({"type": "join_board", "code": created["code"]})
+                .to_string()
+                .into(),
+        ))
+        .await?;
+    until(&mut black, |v| v["type"] == "board_joined").await?;
+    for (ws, uci) in [(&mut white, "e2e4"), (&mut black, "e7e5")] {
+        ws.send(Message::Text(
+            json!({"type": "move", "id": uci, "game_id": game_id, "uci": uci})
+                .to_string()
+                .into(),
+        ))
+        .await?;
+        until(ws, |v| v["type"] == "ack" && v["id"] == uci).await?;
+    }
+    // The event that started White's clock, then the end.
+    let started = until(&mut white, |v| {
+        v["type"] == "event" && v["clocks"]["running"] == "white"
+    })
+    .await?;
+    let deadline = started["clocks"]["at"].as_i64().unwrap_or(0)
+        + started["clocks"]["white_ms"].as_i64().unwrap_or(0);
+    let end = until(&mut white, |v| {
+        v["type"] == "event" && !v["outcome"].is_null()
+    })
+    .await?;
+    anyhow::ensure!(end["outcome"]["reason"] == "timeout", "{end}");
+    Ok(end["clocks"]["at"].as_i64().unwrap_or(0) - deadline)
+}
+
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let args = args()?;
@@ -168,6 +219,10 @@ async fn main() -> anyhow::Result<()> {
     let mut set = tokio::task::JoinSet::new();
     for i in 0..args.pairs {
         set.spawn(pair(args.addr.clone(), deadline, i as u64 + 1));
+    }
+    let mut flags = tokio::task::JoinSet::new();
+    for _ in 0..args.flags {
+        flags.spawn(flag_game(args.addr.clone()));
     }
     let mut all = Vec::new();
     while let Some(r) = set.join_next().await {
@@ -192,5 +247,27 @@ async fn main() -> anyhow::Result<()> {
         f64::from(pct(0.99)) / 1000.0,
         args.pairs
     );
+    if args.flags > 0 {
+        let mut lags = Vec::new();
+        while let Some(r) = flags.join_next().await {
+            match r? {
+                Ok(lag) => lags.push(lag),
+                Err(e) => eprintln!("a timed game failed: {e:#}"),
+            }
+        }
+        lags.sort_unstable();
+        let at = |p: f64| {
+            lags.get(((lags.len() as f64 * p) as usize).min(lags.len().saturating_sub(1)))
+                .copied()
+                .unwrap_or(0)
+        };
+        println!(
+            "{} flags fell {} ms after their deadline at p50, {} ms at p99, {} ms at most",
+            lags.len(),
+            at(0.5),
+            at(0.99),
+            lags.last().copied().unwrap_or(0)
+        );
+    }
     Ok(())
 }
