@@ -5,6 +5,7 @@ pub mod auth;
 pub mod backoff;
 pub mod config;
 pub mod ids;
+pub mod local_bus;
 pub mod names;
 pub mod shutdown;
 pub mod streams;

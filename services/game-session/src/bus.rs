@@ -7,9 +7,9 @@ use std::sync::{Arc, Mutex};
 
 use async_nats::jetstream;
 use bytes::Bytes;
+use frontier_platform::local_bus::{LocalBus, LocalMessage};
 use frontier_platform::names::AudienceSubject;
 use frontier_platform::{GameId, Namespace};
-use tokio::sync::broadcast;
 
 /// Header carrying an event's version on NATS.
 pub const VERSION_HEADER: &str = "Frontier-Version";
@@ -143,37 +143,33 @@ impl EventBus for NatsBus {
     }
 }
 
-/// A published event, as the in-memory bus delivers it.
-#[derive(Debug, Clone)]
-pub struct MemoryEvent {
-    /// The subject it went to.
-    pub subject: String,
-    /// Its version.
-    pub version: u64,
-    /// Its frame.
-    pub frame: Bytes,
-}
-
-/// In-process delivery: a broadcast channel of every event, and a list of finished games.
+/// In-process delivery: every event on a [`LocalBus`] (which the gateway's in-memory event
+/// source reads), and a list of finished games.
 #[derive(Clone)]
 pub struct MemoryBus {
     ns: Namespace,
-    events: broadcast::Sender<MemoryEvent>,
+    events: LocalBus,
     finished: Arc<Mutex<Vec<(GameId, Bytes)>>>,
 }
 
 impl MemoryBus {
-    /// A bus with room for `capacity` undelivered events per subscriber.
+    /// A bus with its own local bus, with room for `capacity` undelivered events per
+    /// subscriber.
     pub fn new(ns: Namespace, capacity: usize) -> MemoryBus {
+        MemoryBus::on(ns, LocalBus::new(capacity))
+    }
+
+    /// A bus publishing on a shared local bus.
+    pub fn on(ns: Namespace, events: LocalBus) -> MemoryBus {
         MemoryBus {
             ns,
-            events: broadcast::channel(capacity.max(1)).0,
+            events,
             finished: Arc::default(),
         }
     }
 
     /// Receives every event published from now on.
-    pub fn subscribe(&self) -> broadcast::Receiver<MemoryEvent> {
+    pub fn subscribe(&self) -> tokio::sync::broadcast::Receiver<LocalMessage> {
         self.events.subscribe()
     }
 
@@ -197,12 +193,11 @@ impl EventBus for MemoryBus {
             AudienceSubject::Black,
             AudienceSubject::Public,
         ] {
-            // No receiver is not an error: nobody is watching.
-            let _ = self.events.send(MemoryEvent {
-                subject: self.ns.game_subject(game, audience),
-                version: frames.version,
-                frame: frames.for_subject(audience).clone(),
-            });
+            self.events.publish(
+                self.ns.game_subject(game, audience),
+                frames.version,
+                frames.for_subject(audience).clone(),
+            );
         }
         Ok(())
     }

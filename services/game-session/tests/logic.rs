@@ -264,7 +264,7 @@ async fn a_captured_hidden_identity_goes_only_to_the_capturer() {
     let mut capture_frames = Vec::new();
     while let Ok(e) = events.try_recv() {
         if e.version == 5 {
-            capture_frames.push((e.subject.clone(), parse(&e.frame)));
+            capture_frames.push((e.subject.clone(), parse(&e.payload)));
         }
     }
     assert_eq!(capture_frames.len(), 3, "one frame per audience");

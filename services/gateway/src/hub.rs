@@ -1,11 +1,15 @@
-//! One NATS subscription per game subject per gateway, fanned out to every local client
-//! that follows it. The subscription lives as long as some client holds its [`Topic`].
+//! One subscription per game subject per gateway, fanned out to every local client that
+//! follows it; it lives as long as some client holds its [`Topic`]. Subscriptions come from
+//! an [`EventSource`]: NATS ([`NatsSource`]) or, in one process, a
+//! [`LocalBus`](frontier_platform::local_bus::LocalBus) ([`LocalSource`]).
 
 use std::collections::HashMap;
 use std::sync::{Arc, Weak};
 
 use bytes::Bytes;
 use futures_util::StreamExt as _;
+use futures_util::future::BoxFuture;
+use futures_util::stream::BoxStream;
 use tokio::sync::{Mutex, broadcast};
 
 /// Header carrying an event's version (set by game-session).
@@ -39,19 +43,93 @@ impl Topic {
     }
 }
 
-/// The fan-out of NATS subjects to local clients.
+/// Where game events come from.
+pub trait EventSource: Send + Sync + 'static {
+    /// Subscribes to `subject`. When this resolves the subscription is active: nothing
+    /// published afterwards is missed.
+    fn subscribe(
+        &self,
+        subject: String,
+    ) -> BoxFuture<'_, Result<BoxStream<'static, Frame>, String>>;
+}
+
+/// Events from NATS; each message's version is in its `Frontier-Version` header.
+pub struct NatsSource(pub async_nats::Client);
+
+impl EventSource for NatsSource {
+    fn subscribe(
+        &self,
+        subject: String,
+    ) -> BoxFuture<'_, Result<BoxStream<'static, Frame>, String>> {
+        Box::pin(async move {
+            let subscription = self.0.subscribe(subject).await.map_err(|e| e.to_string())?;
+            // The SUB must be active at the server before callers go on to read the log,
+            // or an event published in between could be missed by both. `flush` only
+            // empties the client's buffer; a request the server answers itself (no
+            // responders) is a round trip after the SUB, on the same connection.
+            server_round_trip(&self.0).await;
+            let frames = subscription.filter_map(|msg| async move {
+                let version = msg
+                    .headers
+                    .as_ref()
+                    .and_then(|h| h.get(VERSION_HEADER))
+                    .and_then(|v| v.as_str().parse::<u64>().ok())?;
+                Some(Frame {
+                    version,
+                    json: msg.payload,
+                })
+            });
+            Ok(frames.boxed())
+        })
+    }
+}
+
+/// Events from an in-process [`LocalBus`](frontier_platform::local_bus::LocalBus).
+pub struct LocalSource(pub frontier_platform::local_bus::LocalBus);
+
+impl EventSource for LocalSource {
+    fn subscribe(
+        &self,
+        subject: String,
+    ) -> BoxFuture<'_, Result<BoxStream<'static, Frame>, String>> {
+        let rx = self.0.subscribe();
+        Box::pin(async move {
+            let frames =
+                futures_util::stream::unfold((rx, subject), |(mut rx, subject)| async move {
+                    loop {
+                        match rx.recv().await {
+                            Ok(m) if m.subject == subject => {
+                                let frame = Frame {
+                                    version: m.version,
+                                    json: m.payload,
+                                };
+                                return Some((frame, (rx, subject)));
+                            }
+                            // Another subject, or frames missed: the follower sees the gap in
+                            // versions and resumes from the log.
+                            Ok(_) | Err(broadcast::error::RecvError::Lagged(_)) => {}
+                            Err(broadcast::error::RecvError::Closed) => return None,
+                        }
+                    }
+                });
+            Ok(frames.boxed())
+        })
+    }
+}
+
+/// The fan-out of subjects to local clients.
 pub struct Hub {
-    nats: async_nats::Client,
+    source: Box<dyn EventSource>,
     topics: Mutex<HashMap<String, Weak<Topic>>>,
     capacity: usize,
 }
 
 impl Hub {
-    /// A hub over this connection; each client may fall `capacity` frames behind before it
+    /// A hub over this source; each client may fall `capacity` frames behind before it
     /// must resume from the log.
-    pub fn new(nats: async_nats::Client, capacity: usize) -> Hub {
+    pub fn new(source: Box<dyn EventSource>, capacity: usize) -> Hub {
         Hub {
-            nats,
+            source,
             topics: Mutex::new(HashMap::new()),
             capacity,
         }
@@ -61,34 +139,19 @@ impl Hub {
     pub async fn follow(
         &self,
         subject: &str,
-    ) -> Result<(Arc<Topic>, broadcast::Receiver<Frame>), async_nats::SubscribeError> {
+    ) -> Result<(Arc<Topic>, broadcast::Receiver<Frame>), String> {
         let mut topics = self.topics.lock().await;
         if let Some(topic) = topics.get(subject).and_then(Weak::upgrade) {
             let rx = topic.receiver();
             return Ok((topic, rx));
         }
-        let mut subscription = self.nats.subscribe(subject.to_owned()).await?;
-        // The subscription must be active at the server before callers go on to read the
-        // log, or an event published in between could be missed by both. `flush` only
-        // empties the client's buffer; a request the server answers itself (no responders)
-        // is a round trip after the SUB, on the same connection, so the SUB was processed.
-        server_round_trip(&self.nats).await;
+        let mut frames = self.source.subscribe(subject.to_owned()).await?;
         let (tx, rx) = broadcast::channel(self.capacity);
         let sender = tx.clone();
         let task = tokio::spawn(async move {
-            while let Some(msg) = subscription.next().await {
-                let version = msg
-                    .headers
-                    .as_ref()
-                    .and_then(|h| h.get(VERSION_HEADER))
-                    .and_then(|v| v.as_str().parse::<u64>().ok());
-                if let Some(version) = version {
-                    // No receiver left is fine: the topic is about to be dropped.
-                    let _ = sender.send(Frame {
-                        version,
-                        json: msg.payload,
-                    });
-                }
+            while let Some(frame) = frames.next().await {
+                // No receiver left is fine: the topic is about to be dropped.
+                let _ = sender.send(frame);
             }
         });
         let topic = Arc::new(Topic {
@@ -111,5 +174,29 @@ pub async fn server_round_trip(nats: &async_nats::Client) {
     .await;
     if answered.is_err() {
         tracing::warn!("NATS did not answer a readiness probe within 5 s");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use frontier_platform::local_bus::LocalBus;
+
+    #[tokio::test]
+    async fn a_subject_is_shared_relayed_and_released() {
+        let bus = LocalBus::new(16);
+        let hub = Hub::new(Box::new(LocalSource(bus.clone())), 16);
+        let (a, mut rx_a) = hub.follow("g.1.public").await.expect("follow");
+        let (b, mut rx_b) = hub.follow("g.1.public").await.expect("follow");
+        assert!(Arc::ptr_eq(&a, &b), "one subscription per subject");
+        bus.publish("g.2.public".into(), 1, Bytes::from_static(b"other"));
+        bus.publish("g.1.public".into(), 7, Bytes::from_static(b"mine"));
+        for rx in [&mut rx_a, &mut rx_b] {
+            let f = rx.recv().await.expect("frame");
+            assert_eq!((f.version, f.json.as_ref()), (7, b"mine".as_ref()));
+        }
+        drop((a, b));
+        let (c, _) = hub.follow("g.1.public").await.expect("follow again");
+        assert_eq!(Arc::strong_count(&c), 1, "the old topic was released");
     }
 }

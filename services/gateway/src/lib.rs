@@ -84,7 +84,7 @@ pub async fn build(
         records: Some(pool),
         jwt,
         sessions: sessions::connect(&config.game_session_urls)?,
-        hub: Hub::new(nats, 1024),
+        hub: Hub::new(Box::new(hub::NatsSource(nats)), 1024),
         ns,
         settings: Settings {
             public_url: config.public_url.clone(),

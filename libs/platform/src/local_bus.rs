@@ -1,0 +1,46 @@
+//! An in-process stand-in for NATS core pub/sub, for the single-process mode and tests:
+//! one broadcast channel of (subject, version, frame). game-session's in-memory event bus
+//! publishes on it; the gateway's in-memory event source subscribes to it.
+
+use bytes::Bytes;
+use tokio::sync::broadcast;
+
+/// One message on the local bus.
+#[derive(Debug, Clone)]
+pub struct LocalMessage {
+    /// Its subject.
+    pub subject: String,
+    /// Its version (the `Frontier-Version` header on NATS).
+    pub version: u64,
+    /// Its payload.
+    pub payload: Bytes,
+}
+
+/// The local bus. Cloning shares it.
+#[derive(Debug, Clone)]
+pub struct LocalBus {
+    tx: broadcast::Sender<LocalMessage>,
+}
+
+impl LocalBus {
+    /// A bus on which a subscriber may fall `capacity` messages behind.
+    pub fn new(capacity: usize) -> LocalBus {
+        LocalBus {
+            tx: broadcast::channel(capacity.max(1)).0,
+        }
+    }
+
+    /// Publishes (nobody listening is fine).
+    pub fn publish(&self, subject: String, version: u64, payload: Bytes) {
+        let _ = self.tx.send(LocalMessage {
+            subject,
+            version,
+            payload,
+        });
+    }
+
+    /// Receives everything published from now on. Active at once: no round trip needed.
+    pub fn subscribe(&self) -> broadcast::Receiver<LocalMessage> {
+        self.tx.subscribe()
+    }
+}
