@@ -104,6 +104,21 @@ async fn until(ws: &mut Ws, pred: impl Fn(&Value) -> bool) -> anyhow::Result<Val
     }
 }
 
+/// White creates a standard board (with a clock of `minutes`, if any), Black joins it.
+async fn new_game(white: &mut Ws, black: &mut Ws, minutes: Option<u32>) -> anyhow::Result<String> {
+    let mut create = json!({"type": "create_board", "variant": "standard", "color": "white"});
+    if let Some(m) = minutes {
+        create["clock"] = json!({"minutes": m});
+    }
+    white.send(Message::Text(create.to_string().into())).await?;
+    let created = until(white, |v| v["type"] == "board_created").await?;
+    let game_id = created["game_id"].as_str().context("game")?.to_owned();
+    let join = json!({"type": "join_board", "code": created["code"]});
+    black.send(Message::Text(join.to_string().into())).await?;
+    until(black, |v| v["type"] == "board_joined").await?;
+    Ok(game_id)
+}
+
 /// Plays games until `deadline`; returns move round trips in microseconds.
 async fn pair(addr: String, deadline: Instant, seed: u64) -> anyhow::Result<Vec<u32>> {
     let mut white = client(&addr).await?;
@@ -112,23 +127,7 @@ async fn pair(addr: String, deadline: Instant, seed: u64) -> anyhow::Result<Vec<
     let mut latencies = Vec::new();
     let mut n = 0u64;
     while Instant::now() < deadline {
-        white
-            .send(Message::Text(
-                json!({"type": "create_board", "variant": "standard", "color": "white"})
-                    .to_string()
-                    .into(),
-            ))
-            .await?;
-        let created = until(&mut white, |v| v["type"] == "board_created").await?;
-        let game_id = created["game_id"].as_str().context("game")?.to_owned();
-        black
-            .send(Message::Text(
-                json!({"type": "join_board", "code": created["code"]})
-                    .to_string()
-                    .into(),
-            ))
-            .await?;
-        until(&mut black, |v| v["type"] == "board_joined").await?;
+        let game_id = new_game(&mut white, &mut black, None).await?;
         let mut game = Game::new(Variant::Standard).map_err(|e| anyhow::anyhow!("{e}"))?;
         for ply in 0..80 {
             if game.outcome().is_some() || Instant::now() >= deadline {
@@ -172,21 +171,7 @@ async fn pair(addr: String, deadline: Instant, seed: u64) -> anyhow::Result<Vec<
 async fn flag_game(addr: String) -> anyhow::Result<i64> {
     let mut white = client(&addr).await?;
     let mut black = client(&addr).await?;
-    white
-        .send(Message::Text(
-            json!({"type": "create_board", "variant": "standard", "color": "white", "clock": {"minutes": 1}}).to_string().into(),
-        ))
-        .await?;
-    let created = until(&mut white, |v| v["type"] == "board_created").await?;
-    let game_id = created["game_id"].as_str().context("game")?.to_owned();
-    black
-        .send(Message::Text(
-            json!({"type": "join_board", "code": created["code"]})
-                .to_string()
-                .into(),
-        ))
-        .await?;
-    until(&mut black, |v| v["type"] == "board_joined").await?;
+    let game_id = new_game(&mut white, &mut black, Some(1)).await?;
     for (ws, uci) in [(&mut white, "e2e4"), (&mut black, "e7e5")] {
         ws.send(Message::Text(
             json!({"type": "move", "id": uci, "game_id": game_id, "uci": uci})
