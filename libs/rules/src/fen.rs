@@ -356,7 +356,7 @@ fn parse_castling(s: &str, board: &Board, hidden_chess: bool) -> Result<Bitboard
 
 fn parse_hidden(s: &str) -> Result<Bitboard, FenError> {
     let bytes = s.as_bytes();
-    if bytes.len() % 2 != 0 || bytes.len() > 64 || !s.is_ascii() {
+    if !bytes.len().is_multiple_of(2) || bytes.len() > 64 || !s.is_ascii() {
         return Err(field_err(
             FenField::Hidden,
             "expected squares written one after another (`a1b1c2`) or `-`",

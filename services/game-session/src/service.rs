@@ -271,17 +271,15 @@ impl<S: GameStore, B: EventBus> GameService<S, B> {
         if board.creator.id.parse::<PlayerId>().is_err() {
             return Err(client(ErrorCode::BadField, "creator id must be a UUID"));
         }
-        if let Some(tc) = &board.time_control {
-            if tc.initial_seconds % 60 != 0
-                || tc.initial_seconds < 60
-                || tc.initial_seconds > 3600
-                || tc.increment_seconds > 60
-            {
-                return Err(client(
-                    ErrorCode::BadTimeControl,
-                    "a clock is 1 to 60 minutes with an increment of 0 to 60 seconds",
-                ));
-            }
+        if let Some(tc) = &board.time_control
+            && (!tc.initial_seconds.is_multiple_of(60)
+                || !(60..=3600).contains(&tc.initial_seconds)
+                || tc.increment_seconds > 60)
+        {
+            return Err(client(
+                ErrorCode::BadTimeControl,
+                "a clock is 1 to 60 minutes with an increment of 0 to 60 seconds",
+            ));
         }
         let color = match board.color {
             Some(c) => c,
