@@ -13,8 +13,8 @@ mod server;
 pub use client::{ClientMessage, ClockSpec, ColorChoiceWire, MAX_CLIENT_FRAME_BYTES, MAX_ID_BYTES};
 pub use error::ErrorCode;
 pub use render::{
-    EventRender, GameMeta, PlayerInfo, PublicMove, Status, render_event, render_view, seat_name,
-    to_json,
+    AfterMove, EventRender, GameMeta, PlayerInfo, PublicMove, Status, render_event, render_view,
+    seat_name, to_json,
 };
 pub use server::{
     CapturedIdentityWire, CapturedWire, ClocksWire, GameEvent, GameWire, MoveWire, OutcomeWire,

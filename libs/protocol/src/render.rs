@@ -77,6 +77,33 @@ pub struct PublicMove {
     pub captured: Option<(Square, Role, bool)>,
 }
 
+/// What a move event says of the position after it. Public and the same for every
+/// audience, so it is worked out once per move and rendered into each audience's frame.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AfterMove {
+    /// The view FEN after the move.
+    fen: String,
+    /// The side whose action is awaited.
+    turn: Color,
+    /// A promotion choice is awaited.
+    pending: bool,
+    /// The side to move is in check in a game still going on.
+    in_check: bool,
+}
+
+impl AfterMove {
+    /// From a view taken after the move (any audience's: these fields are public).
+    pub fn of(view: &View) -> AfterMove {
+        let pending = view.pending_promotion.is_some();
+        AfterMove {
+            fen: view.fen(),
+            turn: side_to_act(view),
+            pending,
+            in_check: !pending && view.outcome.is_none() && view.position.is_check(),
+        }
+    }
+}
+
 /// Which event to render.
 #[derive(Debug, Clone)]
 pub enum EventRender<'a> {
@@ -98,13 +125,13 @@ pub enum EventRender<'a> {
         /// Start FEN (view).
         fen: String,
     },
-    /// A move or a promotion choice, as this audience may see it, and the audience's view
-    /// after it.
+    /// A move or a promotion choice, as this audience may see it, and the position after
+    /// it (the same for every audience).
     Move {
         /// The event for this audience.
         event: &'a MoveEvent,
-        /// This audience's view after the move.
-        after: &'a View,
+        /// The public position after the move.
+        after: &'a AfterMove,
     },
     /// Draw offered.
     DrawOffered(Color),
@@ -228,8 +255,7 @@ pub fn render_event(
             fen: fen.clone(),
         },
         EventRender::Move { event, after } => {
-            let pending = after.pending_promotion.is_some();
-            let check = !pending && after.outcome.is_none() && after.position.is_check()
+            let check = after.in_check
                 || matches!(
                     event.outcome,
                     Some(Outcome::Win {
@@ -237,7 +263,7 @@ pub fn render_event(
                         ..
                     })
                 );
-            let turn = side_to_act(after).name().to_owned();
+            let turn = after.turn.name().to_owned();
             if event.completes_promotion {
                 GameEvent::Promotion {
                     ply: event.ply,
@@ -249,7 +275,7 @@ pub fn render_event(
                         .map(|r| r.name().to_owned())
                         .unwrap_or_default(),
                     check,
-                    fen: after.fen(),
+                    fen: after.fen.clone(),
                     turn,
                 }
             } else {
@@ -270,7 +296,7 @@ pub fn render_event(
                     exploded: event.exploded.map(|sq| sq.to_string()).collect(),
                     promotion_pending: event.promotion_pending,
                     check,
-                    fen: after.fen(),
+                    fen: after.fen.clone(),
                     turn,
                 }
             }

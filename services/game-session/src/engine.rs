@@ -7,8 +7,8 @@ use frontier_chessclock::{ChessClock, Expiry, LagTracker, TimeControl};
 use frontier_proto::games::v1 as games;
 use frontier_proto::gamesession::storage::v1 as storage;
 use frontier_protocol::{
-    ClocksWire, ErrorCode, EventRender, GameMeta, PlayerInfo, PublicMove, Status, render_event,
-    render_view,
+    AfterMove, ClocksWire, ErrorCode, EventRender, GameMeta, PlayerInfo, PublicMove, Status,
+    render_event, render_view,
 };
 use frontier_rules::{
     Audience, ByColor, CapturedIdentity, Color, Game, GameSnapshot, MoveReport, Outcome, PlayError,
@@ -856,9 +856,10 @@ impl Record {
         let outcome = self.game.outcome();
         let shuffle = self.game.published_shuffle();
         let clocks = self.clocks(now_ms);
+        // The position after the move is public: worked out once, rendered three times.
+        let after = AfterMove::of(&self.game.view(Audience::Spectator));
         let frames = self.frames(version, |audience| {
             let event = report.for_audience(audience);
-            let after = self.game.view(audience);
             render_event(
                 self.id(),
                 version,
