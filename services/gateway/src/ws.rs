@@ -85,6 +85,19 @@ fn push(out: &mpsc::Sender<Message>, message: Message) -> bool {
     out.try_send(message).is_ok()
 }
 
+/// Queues a frame, or — the client reads too slowly — closes the connection with
+/// [`close::TOO_SLOW`]; false in that case (or if the connection is gone).
+fn deliver(out: &mpsc::Sender<Message>, message: Message) -> bool {
+    if push(out, message) {
+        return true;
+    }
+    let _ = out.try_send(Message::Close(Some(CloseFrame {
+        code: close::TOO_SLOW,
+        reason: Utf8Bytes::from_static("too slow reading"),
+    })));
+    false
+}
+
 fn error_message(
     id: Option<&str>,
     game_id: Option<&str>,
@@ -166,9 +179,7 @@ pub async fn serve<A: Accounts>(socket: WebSocket, state: Arc<AppState<A>>) {
 
 impl<A: Accounts> Connection<A> {
     fn push(&self, message: Message) {
-        if !push(&self.out, message) {
-            self.close(close::TOO_SLOW, "too slow reading");
-        }
+        deliver(&self.out, message);
     }
 
     fn send(&self, message: &ServerMessage) {
@@ -560,21 +571,11 @@ enum Step {
 }
 
 impl<A: Accounts> Follower<A> {
+    /// Relays one frame; false if the connection is closing. game-session renders frames
+    /// as JSON text, so a frame that is not UTF-8 cannot occur; it would be skipped.
     fn push(&self, json: Bytes) -> bool {
-        match std::str::from_utf8(&json) {
-            Ok(_) => {
-                let text =
-                    Utf8Bytes::try_from(json).unwrap_or_else(|_| Utf8Bytes::from_static("{}"));
-                if push(&self.out, Message::Text(text)) {
-                    true
-                } else {
-                    let _ = self.out.try_send(Message::Close(Some(CloseFrame {
-                        code: close::TOO_SLOW,
-                        reason: Utf8Bytes::from_static("too slow reading"),
-                    })));
-                    false
-                }
-            }
+        match Utf8Bytes::try_from(json) {
+            Ok(text) => deliver(&self.out, Message::Text(text)),
             Err(_) => true,
         }
     }
