@@ -21,6 +21,13 @@ pub enum AudienceSubject {
 }
 
 impl AudienceSubject {
+    /// The three audiences, in the order events are published.
+    pub const ALL: [AudienceSubject; 3] = [
+        AudienceSubject::White,
+        AudienceSubject::Black,
+        AudienceSubject::Public,
+    ];
+
     fn token(self) -> &'static str {
         match self {
             AudienceSubject::White => "white",

@@ -111,11 +111,7 @@ impl EventBus for NatsBus {
         game: &GameId,
         frames: &AudienceFrames,
     ) -> Result<(), BusError> {
-        for audience in [
-            AudienceSubject::White,
-            AudienceSubject::Black,
-            AudienceSubject::Public,
-        ] {
+        for audience in AudienceSubject::ALL {
             let mut headers = async_nats::HeaderMap::new();
             headers.insert(VERSION_HEADER, frames.version.to_string().as_str());
             self.client
@@ -188,11 +184,7 @@ impl EventBus for MemoryBus {
         game: &GameId,
         frames: &AudienceFrames,
     ) -> Result<(), BusError> {
-        for audience in [
-            AudienceSubject::White,
-            AudienceSubject::Black,
-            AudienceSubject::Public,
-        ] {
+        for audience in AudienceSubject::ALL {
             self.events.publish(
                 self.ns.game_subject(game, audience),
                 frames.version,
