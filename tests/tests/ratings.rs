@@ -181,7 +181,21 @@ async fn games_page_newest_first_and_bad_queries_are_refused() -> anyhow::Result
     let mut newest_first = ids.clone();
     newest_first.reverse();
     assert_eq!(listed, newest_first, "every game once, newest first");
-    assert_eq!(page3["next"], Value::Null);
+    assert!(
+        page3.get("next").is_none(),
+        "no `next` on the last page: {page3}"
+    );
+    // A full last page is the last page: no `next` leading to an empty one.
+    let (_, whole) = json_get(&p, &format!("/api/players/{me}/games?limit=5")).await?;
+    assert_eq!(whole["games"].as_array().map(Vec::len), Some(5));
+    assert!(whole.get("next").is_none(), "{whole}");
+    let (_, full) = json_get(
+        &p,
+        &format!("/api/players/{me}/games?limit=1&before={next2}"),
+    )
+    .await?;
+    assert_eq!(full["games"].as_array().map(Vec::len), Some(1));
+    assert!(full.get("next").is_none(), "{full}");
     let (_, filtered) = json_get(&p, &format!("/api/players/{me}/games?variant=standard")).await?;
     assert_eq!(filtered["games"], json!([]));
 

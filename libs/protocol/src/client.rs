@@ -38,6 +38,9 @@ pub enum ColorChoiceWire {
 pub enum ClientMessage {
     /// Authenticate this connection with a token from the HTTP API.
     Auth {
+        /// Echoed in `authenticated` or the error.
+        #[serde(default)]
+        id: Option<String>,
         /// The JWT.
         token: String,
     },
@@ -170,8 +173,8 @@ impl ClientMessage {
     /// The message's `id`, if any.
     pub fn id(&self) -> Option<&str> {
         match self {
-            ClientMessage::Auth { .. } => None,
-            ClientMessage::Ping { id }
+            ClientMessage::Auth { id, .. }
+            | ClientMessage::Ping { id }
             | ClientMessage::CreateBoard { id, .. }
             | ClientMessage::JoinBoard { id, .. }
             | ClientMessage::Open { id, .. }
@@ -205,9 +208,90 @@ impl ClientMessage {
     }
 }
 
+/// Every `type` a client may send, in the order of [`ClientMessage`]'s variants.
+pub const CLIENT_MESSAGE_TYPES: &[&str] = &[
+    "auth",
+    "ping",
+    "create_board",
+    "join_board",
+    "open",
+    "close",
+    "move",
+    "promote",
+    "resign",
+    "offer_draw",
+    "accept_draw",
+    "decline_draw",
+    "abort",
+    "claim_victory",
+];
+
+/// The `id` and `game_id` of a frame that could not be understood as a message, when it is
+/// a JSON object carrying them as short strings: an error about the frame echoes them, so
+/// that a client can tell which message was refused.
+pub fn frame_tags(raw: &str) -> (Option<String>, Option<String>) {
+    #[derive(Deserialize)]
+    struct Tags {
+        #[serde(default)]
+        id: Option<serde_json::Value>,
+        #[serde(default)]
+        game_id: Option<serde_json::Value>,
+    }
+    let short = |v: Option<serde_json::Value>| match v {
+        Some(serde_json::Value::String(s)) if s.len() <= MAX_ID_BYTES => Some(s),
+        _ => None,
+    };
+    match serde_json::from_str::<Tags>(raw) {
+        Ok(t) => (short(t.id), short(t.game_id)),
+        Err(_) => (None, None),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_message_type_is_listed() {
+        // Each listed type parses as that message when its fields are present, so the
+        // dispatcher's "unknown type" and "bad field" answers follow the enum.
+        let samples = [
+            r#"{"type":"auth","token":"t"}"#,
+            r#"{"type":"ping"}"#,
+            r#"{"type":"create_board","variant":"standard","color":"white"}"#,
+            r#"{"type":"join_board","code":"K"}"#,
+            r#"{"type":"open","game_id":"g"}"#,
+            r#"{"type":"close","game_id":"g"}"#,
+            r#"{"type":"move","game_id":"g","uci":"e2e4"}"#,
+            r#"{"type":"promote","game_id":"g","role":"q"}"#,
+            r#"{"type":"resign","game_id":"g"}"#,
+            r#"{"type":"offer_draw","game_id":"g"}"#,
+            r#"{"type":"accept_draw","game_id":"g"}"#,
+            r#"{"type":"decline_draw","game_id":"g"}"#,
+            r#"{"type":"abort","game_id":"g"}"#,
+            r#"{"type":"claim_victory","game_id":"g"}"#,
+        ];
+        assert_eq!(samples.len(), CLIENT_MESSAGE_TYPES.len());
+        for (sample, ty) in samples.iter().zip(CLIENT_MESSAGE_TYPES) {
+            let m: ClientMessage = serde_json::from_str(sample).expect(sample);
+            let back = serde_json::to_value(&m).expect("serialises");
+            assert_eq!(back["type"], *ty);
+        }
+    }
+
+    #[test]
+    fn tags_of_unreadable_messages_are_found_when_present() {
+        assert_eq!(
+            frame_tags(r#"{"type":"teleport","id":"x7","game_id":"g1","junk":[1,{"a":2}]}"#),
+            (Some("x7".into()), Some("g1".into()))
+        );
+        assert_eq!(frame_tags(r#"{"type":"move","id":5}"#), (None, None));
+        assert_eq!(frame_tags("{not json"), (None, None));
+        assert_eq!(
+            frame_tags(&format!(r#"{{"id":"{}"}}"#, "x".repeat(65))),
+            (None, None)
+        );
+    }
 
     #[test]
     fn parses_the_documented_examples() {
@@ -217,6 +301,9 @@ mod tests {
         .expect("valid");
         assert_eq!(m.id(), Some("m1"));
         assert_eq!(m.game_id(), Some("g"));
+        let m: ClientMessage =
+            serde_json::from_str(r#"{"type":"auth","token":"t","id":"a1"}"#).expect("valid");
+        assert_eq!(m.id(), Some("a1"));
         let m: ClientMessage = serde_json::from_str(
             r#"{"type":"create_board","variant":"hidden","color":"random","clock":{"minutes":5,"increment":3}}"#,
         )

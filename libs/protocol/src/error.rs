@@ -81,6 +81,11 @@ pub enum ErrorCode {
     WeakPassword,
     /// Wrong username or password.
     BadCredentials,
+    /// HTTP: no such endpoint.
+    NotFound,
+    /// HTTP: the endpoint does not answer this method (the `Allow` header lists those it
+    /// does).
+    MethodNotAllowed,
     /// A service behind the gateway is unavailable; try again.
     Unavailable,
     /// Something failed on the server; it has been logged.
@@ -112,7 +117,8 @@ impl ErrorCode {
             BoardFinished => "board_finished", OwnBoard => "own_board", GuestRated => "guest_rated",
             BadTimeControl => "bad_time_control", UsernameTaken => "username_taken",
             BadUsername => "bad_username", WeakPassword => "weak_password",
-            BadCredentials => "bad_credentials", Unavailable => "unavailable", Internal => "internal",
+            BadCredentials => "bad_credentials", NotFound => "not_found",
+            MethodNotAllowed => "method_not_allowed", Unavailable => "unavailable", Internal => "internal",
         }
     }
 
@@ -138,6 +144,7 @@ mod tests {
             ErrorCode::BadJson,
             ErrorCode::TokenExpired,
             ErrorCode::StaleVersion,
+            ErrorCode::MethodNotAllowed,
             ErrorCode::Internal,
         ] {
             let json = serde_json::to_string(&code).expect("serialises");

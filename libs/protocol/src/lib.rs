@@ -10,7 +10,10 @@ mod error;
 mod render;
 mod server;
 
-pub use client::{ClientMessage, ClockSpec, ColorChoiceWire, MAX_CLIENT_FRAME_BYTES, MAX_ID_BYTES};
+pub use client::{
+    CLIENT_MESSAGE_TYPES, ClientMessage, ClockSpec, ColorChoiceWire, MAX_CLIENT_FRAME_BYTES,
+    MAX_ID_BYTES, frame_tags,
+};
 pub use error::ErrorCode;
 pub use render::{
     AfterMove, EventRender, GameMeta, PlayerInfo, PublicMove, Status, render_event, render_view,

@@ -87,7 +87,8 @@ pub struct AfterMove {
     turn: Color,
     /// A promotion choice is awaited.
     pending: bool,
-    /// The side to move is in check in a game still going on.
+    /// The side to move is in check after the move, whether or not the move also ended
+    /// the game (mate, or a draw by insufficient material or the fifty-move rule).
     in_check: bool,
 }
 
@@ -99,7 +100,7 @@ impl AfterMove {
             fen: view.fen(),
             turn: side_to_act(view),
             pending,
-            in_check: !pending && view.outcome.is_none() && view.position.is_check(),
+            in_check: !pending && view.position.is_check(),
         }
     }
 }

@@ -15,6 +15,9 @@ pub enum ServerMessage {
     },
     /// `auth` succeeded.
     Authenticated {
+        /// The `auth` message's id.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        id: Option<String>,
         /// Who the connection now speaks for.
         player: PlayerInfo,
     },

@@ -397,7 +397,21 @@ async fn an_absent_players_untimed_game_can_be_claimed_after_the_limit() {
     let claim = || Action::ClaimVictory {
         opponent_last_seen_ms: 0,
         absence_limit_ms: 0,
+        presence_timeout_ms: 0,
     };
+    // Black reported in 3 s ago: connected, and the refusal says so.
+    time.set(T0 + 3_000);
+    let connected = env.service.act(&game, &white, "", None, &claim()).await;
+    match connected {
+        Err(frontier_game_session::error::SessionError::Client(
+            frontier_protocol::ErrorCode::CannotClaim,
+            message,
+        )) => assert!(
+            message.starts_with("your opponent is connected"),
+            "{message}"
+        ),
+        other => panic!("expected cannot_claim, got {other:?}"),
+    }
     // Black was last seen at T0; White keeps reporting in.
     time.set(T0 + 299_000);
     env.service
@@ -405,16 +419,16 @@ async fn an_absent_players_untimed_game_can_be_claimed_after_the_limit() {
         .await
         .expect("white connected");
     let early = env.service.act(&game, &white, "", None, &claim()).await;
-    assert!(
-        matches!(
-            early,
-            Err(frontier_game_session::error::SessionError::Client(
-                frontier_protocol::ErrorCode::CannotClaim,
-                _
-            ))
+    match early {
+        Err(frontier_game_session::error::SessionError::Client(
+            frontier_protocol::ErrorCode::CannotClaim,
+            message,
+        )) => assert_eq!(
+            message,
+            "your opponent has been away 299 s; a claim needs 300 s"
         ),
-        "{early:?}"
-    );
+        other => panic!("expected cannot_claim, got {other:?}"),
+    }
     time.set(T0 + 300_000);
     env.service
         .act(&game, &white, "", None, &claim())

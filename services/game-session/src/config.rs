@@ -44,4 +44,31 @@ pub struct Config {
     /// tests short clocks without any change to the public API.
     #[arg(long, env = "FRONTIER_TEST_CLOCK_MINUTE", hide = true, default_value = "60s", value_parser = parse_duration)]
     pub test_clock_minute: Duration,
+    /// TEST ONLY: start every new board of a variant from this position instead of the
+    /// usual one, written `standard:FEN` or `atomic:FEN` (repeatable). Never set in
+    /// production; no client can reach this setting.
+    #[arg(long, env = "FRONTIER_TEST_START_FEN", hide = true)]
+    pub test_start_fen: Vec<String>,
+    /// How long after a player's last presence report (sent by its gateway while it
+    /// follows its game) it still counts as connected.
+    #[arg(long, env = "FRONTIER_PRESENCE_TIMEOUT", default_value = "30s", value_parser = parse_duration)]
+    pub presence_timeout: Duration,
+}
+
+/// Parses a `--test-start-fen` value: `standard:FEN` or `atomic:FEN`.
+pub fn parse_start_fen(s: &str) -> Result<(frontier_rules::Variant, String), String> {
+    let (variant, fen) = s
+        .split_once(':')
+        .ok_or_else(|| format!("expected VARIANT:FEN, got {s:?}"))?;
+    let variant = match variant {
+        "standard" => frontier_rules::Variant::Standard,
+        "atomic" => frontier_rules::Variant::Atomic,
+        other => {
+            return Err(format!(
+                "a start position is for standard or atomic, not {other:?}"
+            ));
+        }
+    };
+    frontier_rules::Position::from_fen(variant, fen).map_err(|e| e.to_string())?;
+    Ok((variant, fen.to_owned()))
 }

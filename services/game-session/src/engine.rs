@@ -32,6 +32,16 @@ pub struct ClockSettings {
     pub first_move_limit_ms: u64,
 }
 
+impl ClockSettings {
+    /// A board's time control in milliseconds.
+    pub fn time_control(&self, tc: games::TimeControl) -> TimeControl {
+        TimeControl {
+            initial_ms: u64::from(tc.initial_seconds) * self.ms_per_minute / 60,
+            increment_ms: u64::from(tc.increment_seconds) * 1000,
+        }
+    }
+}
+
 impl Default for ClockSettings {
     fn default() -> Self {
         ClockSettings {
@@ -75,6 +85,8 @@ pub enum Action {
         opponent_last_seen_ms: i64,
         /// How long an absence must last.
         absence_limit_ms: i64,
+        /// How long after its last presence report a player still counts as connected.
+        presence_timeout_ms: i64,
     },
 }
 
@@ -235,6 +247,7 @@ impl Record {
         start: Option<frontier_rules::Position>,
         code: &str,
         now_ms: i64,
+        clocks: ClockSettings,
     ) -> Record {
         let game = match (variant, shuffle, start) {
             (Variant::Hidden, Some(shuffle), _) => Game::new_hidden(shuffle),
@@ -264,7 +277,13 @@ impl Record {
                 ..Default::default()
             },
             game,
-            clock: None,
+            // A timed board shows both clocks full and neither running while it waits; the
+            // clocks that count start when the second player joins.
+            clock: time_control.map(|tc| {
+                let mut clock = ChessClock::start(clocks.time_control(tc), 0, now_ms);
+                clock.stop(now_ms);
+                clock
+            }),
         };
         record.sync_snapshot();
         record
@@ -587,11 +606,7 @@ impl Record {
         self.stored.phase = storage::Phase::Playing as i32;
         self.stored.started_at_ms = now_ms;
         self.clock = self.stored.time_control.map(|tc| {
-            let tc = TimeControl {
-                initial_ms: u64::from(tc.initial_seconds) * clocks.ms_per_minute / 60,
-                increment_ms: u64::from(tc.increment_seconds) * 1000,
-            };
-            ChessClock::start(tc, clocks.first_move_limit_ms, now_ms)
+            ChessClock::start(clocks.time_control(tc), clocks.first_move_limit_ms, now_ms)
         });
         let (Some(white), Some(black)) = (&self.stored.white, &self.stored.black) else {
             return Err(SessionError::Internal(
@@ -748,12 +763,24 @@ impl Record {
             Action::ClaimVictory {
                 opponent_last_seen_ms,
                 absence_limit_ms,
+                presence_timeout_ms,
             } => {
                 let last_seen = (*opponent_last_seen_ms).max(self.stored.started_at_ms);
                 if self.clock.is_some() {
                     return Err(client(
                         ErrorCode::CannotClaim,
                         "a timed game ends on the clock, not by claim",
+                    ));
+                }
+                if *opponent_last_seen_ms > 0
+                    && now_ms - opponent_last_seen_ms < *presence_timeout_ms
+                {
+                    return Err(client(
+                        ErrorCode::CannotClaim,
+                        format!(
+                            "your opponent is connected; a claim needs {} s of absence",
+                            absence_limit_ms / 1000
+                        ),
                     ));
                 }
                 if now_ms - last_seen < *absence_limit_ms {
@@ -875,8 +902,19 @@ impl Record {
         Change { frames, finished }
     }
 
-    /// The finished-game record for the stream (once over).
+    /// Whether this game, once over, is recorded: a game is one that started (both seats
+    /// taken). A board aborted while it waited for its second player is not a game: it is
+    /// not published, stored or counted anywhere (docs/protocol.md, dashboard).
+    pub fn is_recorded(&self) -> bool {
+        self.stored.white.is_some() && self.stored.black.is_some()
+    }
+
+    /// The finished-game record for the stream (once over; none for a game that never
+    /// started, see [`Record::is_recorded`]).
     pub fn finished_record(&self) -> Option<games::FinishedGame> {
+        if !self.is_recorded() {
+            return None;
+        }
         let outcome = self.game.outcome()?;
         let shuffle = self.game.published_shuffle();
         let result = match outcome {

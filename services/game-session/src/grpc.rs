@@ -101,6 +101,7 @@ fn action_of(action: Option<pb::act_request::Action>) -> Result<Action, Status> 
         A::ClaimVictory(_) => Action::ClaimVictory {
             opponent_last_seen_ms: 0,
             absence_limit_ms: 0,
+            presence_timeout_ms: 0,
         },
     })
 }

@@ -50,12 +50,23 @@ pub async fn build(config: &Config) -> anyhow::Result<Arc<GameService<RedisStore
     if config.test_clock_minute != std::time::Duration::from_secs(60) {
         tracing::warn!(minute = ?config.test_clock_minute, "TEST ONLY: clock minutes are shortened");
     }
+    let test_start_fens = config
+        .test_start_fen
+        .iter()
+        .map(|s| config::parse_start_fen(s).map_err(anyhow::Error::msg))
+        .collect::<anyhow::Result<Vec<_>>>()
+        .context("test start position")?;
+    if !test_start_fens.is_empty() {
+        tracing::warn!("TEST ONLY: new boards start from a fixed position");
+    }
     let settings = Settings {
         clocks: engine::ClockSettings {
             ms_per_minute: config.test_clock_minute.as_millis() as u64,
             first_move_limit_ms: config.first_move_limit.as_millis() as u64,
         },
         absence_limit: config.absence_limit,
+        presence_timeout: config.presence_timeout,
+        test_start_fens,
         ..Settings::default()
     };
     Ok(Arc::new(GameService::new(

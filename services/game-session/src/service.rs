@@ -78,6 +78,12 @@ pub struct Settings {
     /// How long a player of a game without clock must be away before the opponent may
     /// claim the game.
     pub absence_limit: Duration,
+    /// How long after its last presence report a player still counts as connected (the
+    /// gateway reports every 10 s by default).
+    pub presence_timeout: Duration,
+    /// TEST ONLY: start positions (FEN) for new standard or atomic boards created without
+    /// one, per variant. Set only from a hidden start-up flag; no client can reach it.
+    pub test_start_fens: Vec<(Variant, String)>,
 }
 
 impl Default for Settings {
@@ -88,6 +94,8 @@ impl Default for Settings {
             finished_ttl: Duration::from_secs(3600),
             resume_max: 256,
             absence_limit: Duration::from_secs(300),
+            presence_timeout: Duration::from_secs(30),
+            test_start_fens: Vec::new(),
         }
     }
 }
@@ -220,6 +228,11 @@ impl<S: GameStore, B: EventBus> GameService<S, B> {
 
     async fn publish_finished(&self, game: &GameId, record: &Record) {
         let Some(finished) = record.finished_record() else {
+            // Nothing to record (a board that never started). Such a game never enters the
+            // outbox; one left there by an older version leaves it here.
+            if let Err(e) = self.store.outbox_done(game).await {
+                tracing::warn!(%game, error = %e, "clearing the outbox failed");
+            }
             return;
         };
         match self
@@ -293,7 +306,14 @@ impl<S: GameStore, B: EventBus> GameService<S, B> {
             ),
             _ => None,
         };
-        let start = match &board.start_fen {
+        let start_fen = board.start_fen.as_ref().or_else(|| {
+            self.settings
+                .test_start_fens
+                .iter()
+                .find(|(v, _)| *v == board.variant)
+                .map(|(_, fen)| fen)
+        });
+        let start = match start_fen {
             Some(fen) if board.variant != Variant::Hidden => Some(
                 frontier_rules::Position::from_fen(board.variant, fen)
                     .map_err(|e| client(ErrorCode::BadField, e.to_string()))?,
@@ -333,6 +353,7 @@ impl<S: GameStore, B: EventBus> GameService<S, B> {
             start,
             &code,
             self.clock.now_ms(),
+            self.settings.clocks,
         );
         let frames = record.created_frames();
         let stored = self
@@ -344,6 +365,7 @@ impl<S: GameStore, B: EventBus> GameService<S, B> {
                 state: record.encode(),
                 entries: vec![log_entry(&frames)],
                 finished_ttl: None,
+                outbox: false,
                 deadline: None,
             })
             .await?;
@@ -416,6 +438,7 @@ impl<S: GameStore, B: EventBus> GameService<S, B> {
                 state: record.encode(),
                 entries: vec![log_entry(&change.frames)],
                 finished_ttl: change.finished.then_some(self.settings.finished_ttl),
+                outbox: change.finished && record.is_recorded(),
                 deadline: record.deadline(),
             })
             .await?)
@@ -474,6 +497,7 @@ impl<S: GameStore, B: EventBus> GameService<S, B> {
                     claim = Action::ClaimVictory {
                         opponent_last_seen_ms: seen[!seat].unwrap_or(0),
                         absence_limit_ms: self.settings.absence_limit.as_millis() as i64,
+                        presence_timeout_ms: self.settings.presence_timeout.as_millis() as i64,
                     };
                     &claim
                 }

@@ -35,9 +35,11 @@ pub struct Write {
     pub state: Bytes,
     /// Log entries, one per version from `expected + 1`.
     pub entries: Vec<Bytes>,
-    /// The game ended: put it in the outbox of finished games to publish, and let its keys
-    /// expire after this long.
+    /// The game ended: let its keys expire after this long.
     pub finished_ttl: Option<Duration>,
+    /// Put the game in the outbox of finished games to publish (a game that ended; not a
+    /// board aborted before its second player came, which is no game and is not recorded).
+    pub outbox: bool,
     /// The game's next clock deadline (Unix ms), or none (no clock, or over).
     pub deadline: Option<i64>,
 }
@@ -108,15 +110,15 @@ pub trait GameStore: Send + Sync + 'static {
 }
 
 /// Compare-and-set of a game: KEYS state, log, outbox, deadlines; ARGV expected, version,
-/// state, ttl-seconds (0: none), game id, deadline (Unix ms, or -1 for none), then the log
-/// entries. (One Redis: the outbox and deadline sets are shared by all games, so under
+/// state, ttl-seconds (0: none), game id, deadline (Unix ms, or -1 for none), outbox (1 to
+/// add the game to it), then the log entries. (One Redis: the outbox and deadline sets are shared by all games, so under
 /// Redis Cluster they would need one per slot.)
 const CAS_SCRIPT: &str = r#"
 local current = redis.call('HGET', KEYS[1], 'v')
 if current == false then current = '0' end
 if current ~= ARGV[1] then return 0 end
 redis.call('HSET', KEYS[1], 'v', ARGV[2], 's', ARGV[3])
-for i = 7, #ARGV do redis.call('RPUSH', KEYS[2], ARGV[i]) end
+for i = 8, #ARGV do redis.call('RPUSH', KEYS[2], ARGV[i]) end
 if tonumber(ARGV[6]) >= 0 then
   redis.call('ZADD', KEYS[4], ARGV[6], ARGV[5])
 else
@@ -126,6 +128,8 @@ local ttl = tonumber(ARGV[4])
 if ttl > 0 then
   redis.call('EXPIRE', KEYS[1], ttl)
   redis.call('EXPIRE', KEYS[2], ttl)
+end
+if ARGV[7] == '1' then
   redis.call('SADD', KEYS[3], ARGV[5])
 end
 return 1
@@ -184,7 +188,8 @@ impl GameStore for RedisStore {
             .arg(write.state.as_ref())
             .arg(write.finished_ttl.map_or(0, |d| d.as_secs().max(1)))
             .arg(write.game.to_string())
-            .arg(write.deadline.unwrap_or(-1));
+            .arg(write.deadline.unwrap_or(-1))
+            .arg(if write.outbox { "1" } else { "0" });
         for entry in &write.entries {
             invocation.arg(entry.as_ref());
         }
@@ -372,7 +377,7 @@ impl GameStore for MemoryStore {
         entry.version = write.version;
         entry.state = write.state;
         entry.log.extend(write.entries);
-        if write.finished_ttl.is_some() && !inner.outbox.contains(&write.game) {
+        if write.outbox && !inner.outbox.contains(&write.game) {
             inner.outbox.push(write.game);
         }
         match write.deadline {

@@ -66,6 +66,7 @@ async fn compare_and_set_lets_exactly_one_racer_win() {
         state: Bytes::from_static(b"one"),
         entries: vec![Bytes::from_static(b"e1")],
         finished_ttl: None,
+        outbox: false,
         deadline: None,
     };
     assert!(store.compare_and_set(first.clone()).await.expect("cas"));
@@ -85,6 +86,7 @@ async fn compare_and_set_lets_exactly_one_racer_win() {
                         state: Bytes::from(format!("racer {i}")),
                         entries: vec![Bytes::from(format!("e2 by {i}"))],
                         finished_ttl: None,
+                        outbox: false,
                         deadline: None,
                     })
                     .await

@@ -467,3 +467,41 @@ async fn a_pending_promotion_is_answered_by_the_mover_only() {
     assert_eq!(g.moves.last().map(|m| m.uci.as_str()), Some("a1a8n"));
     assert!(g.fen.starts_with('N'), "{}", g.fen);
 }
+
+#[tokio::test]
+async fn a_board_aborted_while_waiting_is_not_recorded() {
+    let svc = service();
+    let creator = player("creator", true);
+    let (game, _, _) = svc
+        .create_board(NewBoard {
+            creator: creator.clone(),
+            variant: Variant::Standard,
+            color: Some(Color::Black),
+            rated: false,
+            time_control: None,
+            start_fen: None,
+        })
+        .await
+        .expect("created");
+    assert_eq!(
+        svc.act(&game, &creator.id, "a", None, &Action::Abort)
+            .await
+            .expect("aborted"),
+        (2, false)
+    );
+    assert!(
+        svc.store().outbox().await.expect("outbox").is_empty(),
+        "never in the outbox"
+    );
+    assert_eq!(svc.flush_outbox().await.expect("sweep"), 0);
+    assert!(
+        svc.bus().finished().is_empty(),
+        "no finished-game record for a board that never started"
+    );
+    // A started game aborted before both sides moved is still a game: recorded.
+    let (game, white, _) = started(&svc, Variant::Standard).await;
+    svc.act(&game, &white.id, "a", None, &Action::Abort)
+        .await
+        .expect("aborted");
+    assert_eq!(svc.bus().finished().len(), 1);
+}

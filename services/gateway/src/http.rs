@@ -186,19 +186,64 @@ async fn websocket<A: Accounts>(
         // per idle socket; client frames are at most 2 KiB.
         .read_buffer_size(4096)
         .write_buffer_size(4096)
-        // Frames above the protocol limit but below this get a `too_large` error; above
-        // this the connection closes with 1009.
+        // Frames above the protocol limit but below 64 KiB get a `too_large` error; above
+        // it the connection closes with 1009. A single frame of up to 1 MiB is read whole
+        // first, so the close is clean (nothing unread when the socket closes); a larger
+        // frame is refused from its header, and its unread rest may make the close a reset.
         .max_message_size(64 * 1024)
-        .max_frame_size(64 * 1024)
+        .max_frame_size(1024 * 1024)
         .on_upgrade(move |socket| crate::ws::serve(socket, state))
 }
 
 async fn not_found() -> ApiError {
     ApiError::new(
         StatusCode::NOT_FOUND,
-        ErrorCode::BadField,
+        ErrorCode::NotFound,
         "no such endpoint",
     )
+}
+
+/// The largest error body of the framework that is read back to become a JSON message.
+const MAX_REJECTION_BODY: usize = 1024;
+
+/// Gives every error response the documented JSON shape. Handlers answer with [`ApiError`]
+/// already; what the framework answers by itself (a body over the limit, a method a route
+/// does not have, a query or path it cannot parse, a missing or wrong content type) is
+/// plain text or empty, and is rewritten here with its status kept.
+async fn json_errors(response: Response) -> Response {
+    let status = response.status();
+    let is_json = response
+        .headers()
+        .get(axum::http::header::CONTENT_TYPE)
+        .is_some_and(|v| v.as_bytes().starts_with(b"application/json"));
+    if !(status.is_client_error() || status.is_server_error()) || is_json {
+        return response;
+    }
+    let (parts, body) = response.into_parts();
+    let text = axum::body::to_bytes(body, MAX_REJECTION_BODY)
+        .await
+        .map(|b| String::from_utf8_lossy(&b).trim().to_owned())
+        .unwrap_or_default();
+    let (code, fallback) = match status {
+        StatusCode::PAYLOAD_TOO_LARGE => (ErrorCode::TooLarge, "request bodies are at most 4 KiB"),
+        StatusCode::METHOD_NOT_ALLOWED => (ErrorCode::MethodNotAllowed, "method not allowed here"),
+        StatusCode::UNSUPPORTED_MEDIA_TYPE => (ErrorCode::BadField, "send application/json"),
+        s if s.is_server_error() => (ErrorCode::Internal, "server error"),
+        _ => (ErrorCode::BadField, "bad request"),
+    };
+    let message = if text.is_empty() || status.is_server_error() {
+        fallback.to_owned()
+    } else {
+        text
+    };
+    let mut rewritten = ApiError::new(status, code, message).into_response();
+    // Keep what the framework said besides the body (e.g. `Allow` on a 405).
+    for (name, value) in &parts.headers {
+        if name != axum::http::header::CONTENT_TYPE && name != axum::http::header::CONTENT_LENGTH {
+            rewritten.headers_mut().insert(name.clone(), value.clone());
+        }
+    }
+    rewritten
 }
 
 /// The routes.
@@ -223,5 +268,6 @@ pub fn router<A: Accounts>(state: Arc<AppState<A>>) -> Router {
         .route("/api/games/{id}/pgn", get(crate::records::pgn::<A>))
         .fallback(not_found)
         .layer(axum::extract::DefaultBodyLimit::max(4096))
+        .layer(axum::middleware::map_response(json_errors))
         .with_state(state)
 }

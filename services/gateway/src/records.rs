@@ -202,7 +202,8 @@ pub async fn player_games<A: Accounts>(
             Uuid::max(),
         ),
     };
-    let rows: Vec<GameRow> = sqlx::query_as(
+    // One row more than the page: whether it exists says whether there is a next page.
+    let mut rows: Vec<GameRow> = sqlx::query_as(
         "SELECT id, variant, rated, white_id, white_name, black_id, black_name, result, outcome, ended_at
          FROM games
          WHERE (white_id = $1 OR black_id = $1)
@@ -215,11 +216,13 @@ pub async fn player_games<A: Accounts>(
     .bind(variant)
     .bind(before_at)
     .bind(before_id)
-    .bind(limit)
+    .bind(limit + 1)
     .fetch_all(pool)
     .await
     .map_err(db)?;
-    let next = (rows.len() as i64 == limit)
+    let more = rows.len() as i64 > limit;
+    rows.truncate(usize::try_from(limit).unwrap_or(0));
+    let next = more
         .then(|| rows.last().map(|r| format!("{}_{}", ms(r.9), r.0)))
         .flatten();
     let games: Vec<Value> = rows
@@ -232,7 +235,12 @@ pub async fn player_games<A: Accounts>(
             })
         })
         .collect();
-    Ok(axum::Json(json!({"games": games, "next": next})))
+    // `next` is absent on the last page.
+    let mut page = json!({ "games": games });
+    if let Some(next) = next {
+        page["next"] = Value::String(next);
+    }
+    Ok(axum::Json(page))
 }
 
 /// `GET /api/players/{id}/rating-history?variant=`.

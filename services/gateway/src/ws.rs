@@ -13,8 +13,8 @@ use frontier_platform::{AuthError, Claims, GameId};
 use frontier_proto::games::v1 as games;
 use frontier_proto::gamesession::v1 as pb;
 use frontier_protocol::{
-    ClientMessage, ColorChoiceWire, ErrorCode, MAX_CLIENT_FRAME_BYTES, MAX_ID_BYTES,
-    PROTOCOL_VERSION, PlayerInfo, ServerMessage, to_json,
+    CLIENT_MESSAGE_TYPES, ClientMessage, ColorChoiceWire, ErrorCode, MAX_CLIENT_FRAME_BYTES,
+    MAX_ID_BYTES, PROTOCOL_VERSION, PlayerInfo, ServerMessage, frame_tags, to_json,
 };
 use futures_util::{SinkExt as _, StreamExt as _};
 use tokio::sync::{broadcast, mpsc};
@@ -160,7 +160,16 @@ pub async fn serve<A: Accounts>(socket: WebSocket, state: Arc<AppState<A>>) {
                 break;
             }
             incoming = stream.next() => match incoming {
-                None | Some(Err(_)) => break,
+                None => break,
+                Some(Err(e)) => {
+                    // A frame over the WebSocket limit: say so with 1009 (the frame was
+                    // read whole, so the connection then closes cleanly). Any other error
+                    // ends a connection that is already broken.
+                    if is_too_big(&e) {
+                        conn.close(1009, "frames are at most 64 KiB");
+                    }
+                    break;
+                }
                 Some(Ok(Message::Text(t))) => conn.on_text(t.as_str()).await,
                 Some(Ok(Message::Binary(_))) => {
                     conn.push(error_message(None, None, ErrorCode::BadJson, "send JSON in text frames"));
@@ -204,18 +213,22 @@ impl<A: Accounts> Connection<A> {
     }
 
     async fn on_text(&mut self, raw: &str) {
+        // Refusals before the message is understood echo its `id` and `game_id` when the
+        // frame carries them, so the client can tell which message was dropped.
         if raw.len() > MAX_CLIENT_FRAME_BYTES {
+            let (id, game_id) = frame_tags(raw);
             return self.error(
-                None,
-                None,
+                id.as_deref(),
+                game_id.as_deref(),
                 ErrorCode::TooLarge,
                 format!("frames are at most {MAX_CLIENT_FRAME_BYTES} bytes"),
             );
         }
         if !self.limiter.allow(Instant::now()) {
+            let (id, game_id) = frame_tags(raw);
             return self.error(
-                None,
-                None,
+                id.as_deref(),
+                game_id.as_deref(),
                 ErrorCode::RateLimited,
                 "too many messages; slow down",
             );
@@ -235,7 +248,7 @@ impl<A: Accounts> Connection<A> {
             );
         }
         match message {
-            ClientMessage::Auth { token } => self.on_auth(&token),
+            ClientMessage::Auth { token, .. } => self.on_auth(id, &token),
             ClientMessage::Ping { .. } => self.send(&ServerMessage::Pong {
                 id: id.map(str::to_owned),
             }),
@@ -269,7 +282,7 @@ impl<A: Accounts> Connection<A> {
                         ErrorCode::BadJson,
                         "expected an object with a string `type`".to_owned(),
                     ),
-                    Some(t) if !KNOWN_TYPES.contains(&t.as_str()) => (
+                    Some(t) if !CLIENT_MESSAGE_TYPES.contains(&t.as_str()) => (
                         ErrorCode::UnknownType,
                         format!(
                             "unknown message type `{}`",
@@ -280,13 +293,14 @@ impl<A: Accounts> Connection<A> {
                 }
             }
         };
-        self.error(None, None, code, message);
+        let (id, game_id) = frame_tags(raw);
+        self.error(id.as_deref(), game_id.as_deref(), code, message);
     }
 
-    fn on_auth(&mut self, token: &str) {
+    fn on_auth(&mut self, id: Option<&str>, token: &str) {
         if self.player.is_some() {
             return self.error(
-                None,
+                id,
                 None,
                 ErrorCode::AlreadyAuthenticated,
                 "this connection is already authenticated",
@@ -295,6 +309,7 @@ impl<A: Accounts> Connection<A> {
         match self.state.jwt.verify(token) {
             Ok(claims) => {
                 self.send(&ServerMessage::Authenticated {
+                    id: id.map(str::to_owned),
                     player: PlayerInfo {
                         id: claims.sub.to_string(),
                         name: claims.name.clone(),
@@ -304,7 +319,7 @@ impl<A: Accounts> Connection<A> {
                 });
                 self.player = Some(claims);
             }
-            Err(e) => self.error(None, None, auth_code(&e), e.to_string()),
+            Err(e) => self.error(id, None, auth_code(&e), e.to_string()),
         }
     }
 
@@ -539,23 +554,6 @@ impl<A: Accounts> Connection<A> {
     }
 }
 
-/// Every `type` a client may send (to tell an unknown type from a bad field).
-const KNOWN_TYPES: &[&str] = &[
-    "auth",
-    "ping",
-    "create_board",
-    "join_board",
-    "open",
-    "close",
-    "move",
-    "promote",
-    "resign",
-    "offer_draw",
-    "accept_draw",
-    "decline_draw",
-    "abort",
-];
-
 /// Relays one game to one client: frames in version order, each once.
 struct Follower<A: Accounts> {
     state: Arc<AppState<A>>,
@@ -748,6 +746,19 @@ impl<A: Accounts> Follower<A> {
             }
         }
     }
+}
+
+/// Whether a read failed because the frame was over the WebSocket size limit.
+fn is_too_big(e: &axum::Error) -> bool {
+    use std::error::Error as _;
+    let mut source = e.source();
+    while let Some(cause) = source {
+        if let Some(ws) = cause.downcast_ref::<tokio_tungstenite::tungstenite::Error>() {
+            return matches!(ws, tokio_tungstenite::tungstenite::Error::Capacity(_));
+        }
+        source = cause.source();
+    }
+    false
 }
 
 /// Whether a frame reports the end of its game: only then does it carry an `outcome` object

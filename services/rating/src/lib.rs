@@ -10,6 +10,8 @@
 //! serialise on row locks (`SELECT … FOR UPDATE` on the rating rows, in player-id order, so
 //! they cannot deadlock): no lost update.
 
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use anyhow::Context as _;
@@ -46,11 +48,65 @@ pub struct Config {
     /// How long a delivered game may stay unacknowledged before it is delivered again.
     #[arg(long, env = "FRONTIER_RATING_ACK_WAIT", default_value = "30s", value_parser = frontier_platform::config::parse_duration)]
     pub ack_wait: Duration,
+    /// Most deliveries of one game (the first included) before the consumer gives up on it
+    /// and sets it aside: it stays in the stream and is counted in
+    /// `frontier_rating_set_aside_total` (an operator can replay it).
+    #[arg(long, env = "FRONTIER_RATING_MAX_DELIVER", default_value_t = 100)]
+    pub max_deliver: i64,
+    /// First retry delay after a transient failure (Postgres unreachable); doubles per
+    /// delivery up to `--retry-cap`.
+    #[arg(long, env = "FRONTIER_RATING_RETRY_BASE", default_value = "1s", value_parser = frontier_platform::config::parse_duration)]
+    pub retry_base: Duration,
+    /// Longest retry delay.
+    #[arg(long, env = "FRONTIER_RATING_RETRY_CAP", default_value = "60s", value_parser = frontier_platform::config::parse_duration)]
+    pub retry_cap: Duration,
+    /// Where to serve Prometheus metrics (`/metrics`).
+    #[arg(long, env = "FRONTIER_RATING_METRICS")]
+    pub metrics_listen: Option<std::net::SocketAddr>,
     /// TEST ONLY: right after committing a game, before acknowledging it, print
     /// `COMMITTED <game id>` on standard output and stop (hang) there, so a test can kill
     /// the process at exactly that point.
     #[arg(long, env = "FRONTIER_TEST_HANG_AFTER_COMMIT", hide = true)]
     pub test_hang_after_commit: bool,
+}
+
+/// Why a finished game could not be recorded.
+#[derive(Debug)]
+pub enum RecordError {
+    /// The record is not one the service can ever accept (missing player, bad id, unknown
+    /// variant or result, a value the database's constraints refuse): retrying cannot help.
+    Invalid(String),
+    /// Storage failed (Postgres unreachable, a connection lost, a timeout): worth retrying.
+    Storage(sqlx::Error),
+}
+
+impl std::fmt::Display for RecordError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            RecordError::Invalid(why) => write!(f, "invalid record: {why}"),
+            RecordError::Storage(e) => write!(f, "storage: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for RecordError {}
+
+impl From<sqlx::Error> for RecordError {
+    fn from(e: sqlx::Error) -> Self {
+        // SQLSTATE classes 22 (data exception) and 23 (integrity constraint violation)
+        // depend on the record alone: the same record fails the same way every time.
+        if let sqlx::Error::Database(db) = &e
+            && let Some(code) = db.code()
+            && (code.starts_with("22") || code.starts_with("23"))
+        {
+            return RecordError::Invalid(db.message().to_owned());
+        }
+        RecordError::Storage(e)
+    }
+}
+
+fn invalid(what: &str) -> RecordError {
+    RecordError::Invalid(what.to_owned())
 }
 
 /// What happened to one finished game.
@@ -98,14 +154,22 @@ fn moves_json(game: &games::FinishedGame) -> serde_json::Value {
 }
 
 /// Stores one finished game and rates it, in one transaction.
-pub async fn record_game(pool: &PgPool, game: &games::FinishedGame) -> anyhow::Result<Recorded> {
-    let id = Uuid::parse_str(&game.game_id).context("game id")?;
-    let variant = variant_name(game.variant).context("variant")?;
+/// A record that fails validation, or whose values the database refuses, is
+/// [`RecordError::Invalid`]; anything else that fails is [`RecordError::Storage`].
+pub async fn record_game(
+    pool: &PgPool,
+    game: &games::FinishedGame,
+) -> Result<Recorded, RecordError> {
+    let id = Uuid::parse_str(&game.game_id).map_err(|_| invalid("game id is not a UUID"))?;
+    let variant = variant_name(game.variant).ok_or_else(|| invalid("unknown variant"))?;
     let (Some(white), Some(black)) = (&game.white, &game.black) else {
-        anyhow::bail!("a finished game has both players");
+        return Err(invalid("a finished game has both players"));
     };
-    let white_id = Uuid::parse_str(&white.id).context("white id")?;
-    let black_id = Uuid::parse_str(&black.id).context("black id")?;
+    let white_id = Uuid::parse_str(&white.id).map_err(|_| invalid("white id is not a UUID"))?;
+    let black_id = Uuid::parse_str(&black.id).map_err(|_| invalid("black id is not a UUID"))?;
+    if !["white", "black", "draw", "aborted"].contains(&game.result.as_str()) {
+        return Err(invalid("result is white, black, draw or aborted"));
+    }
     let ended = at(game.ended_at_ms);
     let mut tx = pool.begin().await?;
     let inserted = sqlx::query(
@@ -192,7 +256,7 @@ pub async fn record_game(pool: &PgPool, game: &games::FinishedGame) -> anyhow::R
                         idle,
                     )
                 })
-                .context("rating row exists")
+                .ok_or_else(|| invalid("rating row exists"))
         };
         let (w, w_idle) = find(white_id)?;
         let (b, b_idle) = find(black_id)?;
@@ -250,22 +314,91 @@ pub struct ConsumerSettings {
     pub name: String,
     /// Redelivery after this long without ack.
     pub ack_wait: Duration,
+    /// Most deliveries of one message before it is set aside (JetStream `max_deliver`).
+    pub max_deliver: i64,
+    /// First retry delay after a transient failure; doubles per delivery.
+    pub retry_base: Duration,
+    /// Longest retry delay.
+    pub retry_cap: Duration,
     /// TEST ONLY: hang between commit and ack (see [`Config::test_hang_after_commit`]).
     pub hang_after_commit: bool,
 }
 
+impl ConsumerSettings {
+    /// The production defaults under this consumer name.
+    pub fn named(name: &str) -> ConsumerSettings {
+        ConsumerSettings {
+            name: name.to_owned(),
+            ack_wait: Duration::from_secs(30),
+            max_deliver: 100,
+            retry_base: Duration::from_secs(1),
+            retry_cap: Duration::from_secs(60),
+            hang_after_commit: false,
+        }
+    }
+
+    /// The delay before delivery number `delivered + 1`, after delivery `delivered` (from
+    /// 1) failed transiently: `retry_base × 2^(delivered − 1)`, at most `retry_cap`.
+    pub fn retry_delay(&self, delivered: i64) -> Duration {
+        let doublings = u32::try_from(delivered.saturating_sub(1).clamp(0, 30)).unwrap_or(30);
+        self.retry_base
+            .saturating_mul(1u32 << doublings)
+            .min(self.retry_cap)
+    }
+}
+
+/// What the consumer did, counted since it started (also exported as metrics:
+/// `frontier_rating_games_total{outcome}`, `frontier_rating_retries_total`,
+/// `frontier_rating_rejected_total{reason}`, `frontier_rating_set_aside_total`).
+#[derive(Debug, Default)]
+pub struct ConsumerStats {
+    /// Games stored (rated or not).
+    pub recorded: AtomicU64,
+    /// Games delivered again after they were stored (changed nothing).
+    pub duplicates: AtomicU64,
+    /// Messages that can never be accepted, terminated (never delivered again).
+    pub rejected: AtomicU64,
+    /// Transient failures, each followed by a delayed redelivery.
+    pub retries: AtomicU64,
+    /// Messages given up on after `max_deliver` transient failures (left in the stream).
+    pub set_aside: AtomicU64,
+}
+
+impl ConsumerStats {
+    fn bump(counter: &AtomicU64) {
+        counter.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// A snapshot: (recorded, duplicates, rejected, retries, set aside).
+    pub fn snapshot(&self) -> [u64; 5] {
+        [
+            self.recorded.load(Ordering::Relaxed),
+            self.duplicates.load(Ordering::Relaxed),
+            self.rejected.load(Ordering::Relaxed),
+            self.retries.load(Ordering::Relaxed),
+            self.set_aside.load(Ordering::Relaxed),
+        ]
+    }
+}
+
 /// Consumes the finished-games stream until `shutdown`; after each game it publishes a
 /// notice on the recorded-games subject.
+///
+/// No message can stall the stream: one that cannot be decoded or will never be accepted
+/// ([`RecordError::Invalid`]) is terminated (JetStream `Term`), logged once with its stream
+/// sequence, and counted; a transient failure is retried with a growing delay (`Nak` with
+/// delay) up to `max_deliver` deliveries, after which the message is set aside (it stays
+/// in the stream; the consumer moves on) and counted.
 pub async fn consume(
     pool: PgPool,
     client: async_nats::Client,
     ns: &Namespace,
     settings: &ConsumerSettings,
+    stats: Arc<ConsumerStats>,
     shutdown: Shutdown,
 ) -> anyhow::Result<()> {
     let js = jetstream::new(client.clone());
     let consumer_name = settings.name.as_str();
-    let hang_after_commit = settings.hang_after_commit;
     let stream = frontier_platform::streams::ensure_finished_games(&js, ns)
         .await
         .map_err(anyhow::Error::msg)?;
@@ -276,6 +409,7 @@ pub async fn consume(
                 durable_name: Some(consumer_name.to_owned()),
                 ack_policy: jetstream::consumer::AckPolicy::Explicit,
                 ack_wait: settings.ack_wait,
+                max_deliver: settings.max_deliver,
                 filter_subject: ns.finished_games_subject(),
                 ..Default::default()
             },
@@ -298,41 +432,96 @@ pub async fn consume(
                 continue;
             }
         };
-        let game = match games::FinishedGame::decode(message.payload.as_ref()) {
-            Ok(g) => g,
-            Err(e) => {
-                // Not a record at all: never valid, so not retried.
-                tracing::error!(error = %e, "dropping an undecodable finished-game message");
+        handle(&pool, &client, ns, settings, &stats, message).await;
+    }
+}
+
+/// The stream sequence and delivery count of a message (0 when unknown).
+fn delivery(message: &jetstream::Message) -> (u64, i64) {
+    message
+        .info()
+        .map(|i| (i.stream_sequence, i.delivered))
+        .unwrap_or((0, 0))
+}
+
+fn reject(stats: &ConsumerStats, reason: &'static str) {
+    ConsumerStats::bump(&stats.rejected);
+    metrics::counter!("frontier_rating_rejected_total", "reason" => reason).increment(1);
+}
+
+async fn handle(
+    pool: &PgPool,
+    client: &async_nats::Client,
+    ns: &Namespace,
+    settings: &ConsumerSettings,
+    stats: &ConsumerStats,
+    message: jetstream::Message,
+) {
+    let (sequence, delivered) = delivery(&message);
+    let game = match games::FinishedGame::decode(message.payload.as_ref()) {
+        Ok(g) => g,
+        Err(e) => {
+            tracing::error!(sequence, error = %e, "terminating an undecodable finished-game message");
+            reject(stats, "undecodable");
+            let _ = message.ack_with(jetstream::AckKind::Term).await;
+            return;
+        }
+    };
+    match record_game(pool, &game).await {
+        Ok(recorded) => {
+            match recorded {
+                Recorded::Stored { rated } => {
+                    ConsumerStats::bump(&stats.recorded);
+                    let outcome = if rated { "rated" } else { "stored" };
+                    metrics::counter!("frontier_rating_games_total", "outcome" => outcome)
+                        .increment(1);
+                }
+                Recorded::Duplicate => {
+                    ConsumerStats::bump(&stats.duplicates);
+                    metrics::counter!("frontier_rating_games_total", "outcome" => "duplicate")
+                        .increment(1);
+                }
+            }
+            tracing::info!(game = %game.game_id, ?recorded, "finished game recorded");
+            if settings.hang_after_commit {
+                announce_commit(&game.game_id);
+                tracing::warn!("TEST ONLY: hanging between commit and acknowledgement");
+                std::future::pending::<()>().await;
+            }
+            if let Err(e) = message.double_ack().await {
+                tracing::warn!(error = %e, "ack failed; the game will come again and change nothing");
+            }
+            let notice = serde_json::json!({
+                "game_id": game.game_id,
+                "rated": matches!(recorded, Recorded::Stored { rated: true }),
+                "duplicate": recorded == Recorded::Duplicate,
+            });
+            let _ = client
+                .publish(ns.recorded_games_subject(), notice.to_string().into())
+                .await;
+        }
+        Err(RecordError::Invalid(why)) => {
+            // Logged once: a terminated message is never delivered again.
+            tracing::error!(sequence, game = %game.game_id, %why, "terminating a finished game that can never be recorded");
+            reject(stats, "invalid");
+            let _ = message.ack_with(jetstream::AckKind::Term).await;
+        }
+        Err(RecordError::Storage(e)) => {
+            if delivered >= settings.max_deliver {
+                // JetStream delivers it no more; it stays in the stream for an operator.
+                tracing::error!(sequence, game = %game.game_id, delivered, error = %e,
+                    "giving up on a finished game after its last delivery; it stays in the stream, set aside");
+                ConsumerStats::bump(&stats.set_aside);
+                metrics::counter!("frontier_rating_set_aside_total").increment(1);
                 let _ = message.ack_with(jetstream::AckKind::Term).await;
-                continue;
+                return;
             }
-        };
-        match record_game(&pool, &game).await {
-            Ok(recorded) => {
-                tracing::info!(game = %game.game_id, ?recorded, "finished game recorded");
-                if hang_after_commit {
-                    announce_commit(&game.game_id);
-                    tracing::warn!("TEST ONLY: hanging between commit and acknowledgement");
-                    std::future::pending::<()>().await;
-                }
-                if let Err(e) = message.double_ack().await {
-                    tracing::warn!(error = %e, "ack failed; the game will come again and change nothing");
-                }
-                let notice = serde_json::json!({
-                    "game_id": game.game_id,
-                    "rated": matches!(recorded, Recorded::Stored { rated: true }),
-                    "duplicate": recorded == Recorded::Duplicate,
-                });
-                let _ = client
-                    .publish(ns.recorded_games_subject(), notice.to_string().into())
-                    .await;
-            }
-            Err(e) => {
-                tracing::error!(game = %game.game_id, error = %e, "recording a finished game failed; it will be redelivered");
-                let _ = message
-                    .ack_with(jetstream::AckKind::Nak(Some(Duration::from_secs(1))))
-                    .await;
-            }
+            let delay = settings.retry_delay(delivered);
+            tracing::warn!(sequence, game = %game.game_id, delivered, ?delay, error = %e,
+                "recording a finished game failed; retrying later");
+            ConsumerStats::bump(&stats.retries);
+            metrics::counter!("frontier_rating_retries_total").increment(1);
+            let _ = message.ack_with(jetstream::AckKind::Nak(Some(delay))).await;
         }
     }
 }
@@ -349,6 +538,13 @@ pub async fn run(config: Config, shutdown: Shutdown) -> anyhow::Result<()> {
     let client = async_nats::connect(&config.nats.nats_url)
         .await
         .context("connecting to NATS")?;
+    if let Some(addr) = config.metrics_listen {
+        metrics_exporter_prometheus::PrometheusBuilder::new()
+            .with_http_listener(addr)
+            .install()
+            .context("metrics listener")?;
+        tracing::info!(%addr, "metrics at /metrics");
+    }
     tracing::info!("rating consuming finished games");
     consume(
         pool,
@@ -357,8 +553,12 @@ pub async fn run(config: Config, shutdown: Shutdown) -> anyhow::Result<()> {
         &ConsumerSettings {
             name: config.consumer.clone(),
             ack_wait: config.ack_wait,
+            max_deliver: config.max_deliver,
+            retry_base: config.retry_base,
+            retry_cap: config.retry_cap,
             hang_after_commit: config.test_hang_after_commit,
         },
+        Arc::default(),
         shutdown,
     )
     .await

@@ -3,13 +3,14 @@
 //! game once; two instances consuming at once while one player finishes many games at the
 //! same time lose no update.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use async_nats::jetstream;
 use frontier_glicko2::{INITIAL, Score, rate_game};
 use frontier_platform::{Namespace, Shutdown};
 use frontier_proto::games::v1::{FinishedGame, Player, Variant};
-use frontier_rating::{ConsumerSettings, MIGRATOR, consume};
+use frontier_rating::{ConsumerSettings, ConsumerStats, MIGRATOR, consume};
 use futures_util::StreamExt as _;
 use prost::Message as _;
 use sqlx::PgPool;
@@ -44,8 +45,25 @@ async fn env() -> Env {
     }
 }
 
+fn settings() -> ConsumerSettings {
+    ConsumerSettings {
+        ack_wait: Duration::from_secs(1),
+        ..ConsumerSettings::named("rating")
+    }
+}
+
 impl Env {
     fn instance(&self, crash: bool) -> Shutdown {
+        self.instance_with(
+            ConsumerSettings {
+                hang_after_commit: crash,
+                ..settings()
+            },
+            Arc::default(),
+        )
+    }
+
+    fn instance_with(&self, settings: ConsumerSettings, stats: Arc<ConsumerStats>) -> Shutdown {
         let stop = Shutdown::new();
         let (pool, nats, ns, stop2) = (
             self.pool.clone(),
@@ -54,16 +72,31 @@ impl Env {
             stop.clone(),
         );
         tokio::spawn(async move {
-            let settings = ConsumerSettings {
-                name: "rating".into(),
-                ack_wait: Duration::from_secs(1),
-                hang_after_commit: crash,
-            };
-            if let Err(e) = consume(pool, nats, &ns, &settings, stop2).await {
+            if let Err(e) = consume(pool, nats, &ns, &settings, stats, stop2).await {
                 eprintln!("consumer: {e:#}");
             }
         });
         stop
+    }
+
+    async fn publish_raw(&self, payload: Vec<u8>) {
+        self.js
+            .publish(self.ns.finished_games_subject(), payload.into())
+            .await
+            .expect("publish")
+            .await
+            .expect("stored");
+    }
+
+    /// The durable consumer's state: (ack pending, redelivered, pending).
+    async fn consumer_state(&self) -> (usize, usize, u64) {
+        let mut consumer: jetstream::consumer::PullConsumer = self
+            .js
+            .get_consumer_from_stream("rating", self.ns.finished_games_stream())
+            .await
+            .expect("consumer");
+        let info = consumer.info().await.expect("info");
+        (info.num_ack_pending, info.num_redelivered, info.num_pending)
     }
 
     async fn publish(&self, game: &FinishedGame, msg_id: &str) {
@@ -309,4 +342,156 @@ async fn casual_aborted_and_guest_games_are_stored_not_rated() {
     assert_eq!(stored, 3);
     stop.trigger();
     env.stop().await;
+}
+
+/// Waits (polling, bounded) until `done` holds.
+async fn until(what: &str, done: impl Fn() -> bool) {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    while !done() {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "timed out waiting for {what}"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn records_that_can_never_be_accepted_are_terminated_and_never_stall_the_stream() {
+    let env = env().await;
+    let mut notices = env.recorded().await;
+    let stats = Arc::new(ConsumerStats::default());
+    // More refusals than JetStream's default limit of unacknowledged messages (1,000): had
+    // they been redelivered forever, the valid game after them would never be delivered.
+    const BAD: u64 = 1_100;
+    let (w, b) = (Uuid::now_v7(), Uuid::now_v7());
+    env.publish_raw(b"not a protobuf \xff\xff".to_vec()).await;
+    for i in 1..BAD {
+        let mut game = finished(w, b, "white", NOW);
+        match i % 3 {
+            0 => game.black = None,
+            1 => game.game_id = "not-a-uuid".into(),
+            _ => game.result = "sideways".into(),
+        }
+        env.publish_raw(game.encode_to_vec()).await;
+    }
+    let good = finished(w, b, "white", NOW);
+    env.publish(&good, "good").await;
+    let stop = env.instance_with(settings(), stats.clone());
+    let notice = next_notice(&mut notices).await;
+    assert_eq!(notice["game_id"], good.game_id.as_str());
+    assert_eq!(notice["rated"], true);
+    assert_eq!(env.rated_games(w).await, 1);
+    until("every refusal counted", || {
+        stats.rejected.load(std::sync::atomic::Ordering::Relaxed) == BAD
+    })
+    .await;
+    let (ack_pending, redelivered, pending) = env.consumer_state().await;
+    assert_eq!(
+        (ack_pending, redelivered, pending),
+        (0, 0, 0),
+        "nothing waits for an ack, nothing was delivered twice"
+    );
+    assert_eq!(stats.snapshot(), [1, 0, BAD, 0, 0]);
+    stop.trigger();
+    env.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_storage_failure_is_retried_with_backoff_then_set_aside_after_max_deliver() {
+    let env = env().await;
+    let mut notices = env.recorded().await;
+    let stats = Arc::new(ConsumerStats::default());
+    // Postgres refuses every insert while the table is away: a failure that is not the
+    // record's fault, so it is retried.
+    sqlx::query("ALTER TABLE games RENAME TO games_away")
+        .execute(&env.pool)
+        .await
+        .expect("rename");
+    let stop = env.instance_with(
+        ConsumerSettings {
+            max_deliver: 3,
+            retry_base: Duration::from_millis(20),
+            retry_cap: Duration::from_millis(40),
+            ..settings()
+        },
+        stats.clone(),
+    );
+    let (w, b) = (Uuid::now_v7(), Uuid::now_v7());
+    let doomed = finished(w, b, "white", NOW);
+    env.publish(&doomed, "doomed").await;
+    until("the third delivery to be given up", || {
+        stats.set_aside.load(std::sync::atomic::Ordering::Relaxed) == 1
+    })
+    .await;
+    assert_eq!(
+        stats.snapshot(),
+        [0, 0, 0, 2, 1],
+        "two retries, then set aside"
+    );
+    // The next game, once storage is back, is recorded at once; the one set aside stays in
+    // the stream and is not delivered again.
+    sqlx::query("ALTER TABLE games_away RENAME TO games")
+        .execute(&env.pool)
+        .await
+        .expect("rename back");
+    let next = finished(w, b, "black", NOW);
+    env.publish(&next, "next").await;
+    let notice = next_notice(&mut notices).await;
+    assert_eq!(notice["game_id"], next.game_id.as_str());
+    let (ack_pending, _, pending) = env.consumer_state().await;
+    assert_eq!((ack_pending, pending), (0, 0));
+    assert_eq!(stats.snapshot(), [1, 0, 0, 2, 1]);
+    stop.trigger();
+    env.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_storage_failure_that_ends_is_retried_until_the_game_is_recorded() {
+    let env = env().await;
+    let mut notices = env.recorded().await;
+    let stats = Arc::new(ConsumerStats::default());
+    sqlx::query("ALTER TABLE games RENAME TO games_away")
+        .execute(&env.pool)
+        .await
+        .expect("rename");
+    let stop = env.instance_with(
+        ConsumerSettings {
+            retry_base: Duration::from_millis(20),
+            retry_cap: Duration::from_millis(200),
+            ..settings()
+        },
+        stats.clone(),
+    );
+    let (w, b) = (Uuid::now_v7(), Uuid::now_v7());
+    let game = finished(w, b, "draw", NOW);
+    env.publish(&game, "g").await;
+    until("a retry", || {
+        stats.retries.load(std::sync::atomic::Ordering::Relaxed) >= 1
+    })
+    .await;
+    sqlx::query("ALTER TABLE games_away RENAME TO games")
+        .execute(&env.pool)
+        .await
+        .expect("rename back");
+    let notice = next_notice(&mut notices).await;
+    assert_eq!(notice["game_id"], game.game_id.as_str());
+    assert_eq!(env.rated_games(w).await, 1);
+    let [recorded, _, rejected, retries, set_aside] = stats.snapshot();
+    assert_eq!((recorded, rejected, set_aside), (1, 0, 0));
+    assert!(retries >= 1);
+    stop.trigger();
+    env.stop().await;
+}
+
+#[test]
+fn retry_delays_double_up_to_the_cap() {
+    let s = ConsumerSettings {
+        retry_base: Duration::from_secs(1),
+        retry_cap: Duration::from_secs(60),
+        ..ConsumerSettings::named("r")
+    };
+    let delays: Vec<u64> = (1..=8).map(|d| s.retry_delay(d).as_secs()).collect();
+    assert_eq!(delays, [1, 2, 4, 8, 16, 32, 60, 60]);
+    assert_eq!(s.retry_delay(1_000_000), Duration::from_secs(60));
 }

@@ -34,6 +34,8 @@ pub struct Platform {
     pub namespace: String,
     /// The database URL.
     pub database_url: String,
+    /// What the rating consumer did.
+    pub rating: Arc<frontier_rating::ConsumerStats>,
     shutdowns: Vec<Shutdown>,
     tasks: Vec<tokio::task::JoinHandle<anyhow::Result<()>>>,
 }
@@ -47,6 +49,18 @@ impl Platform {
         sessions: usize,
         layout: Option<&str>,
     ) -> anyhow::Result<Platform> {
+        Platform::start_with(gateways, sessions, layout, &[], &[]).await
+    }
+
+    /// [`Platform::start`], with extra command-line flags for every game-session and every
+    /// gateway.
+    pub async fn start_with(
+        gateways: usize,
+        sessions: usize,
+        layout: Option<&str>,
+        session_flags: &[&str],
+        gateway_flags: &[&str],
+    ) -> anyhow::Result<Platform> {
         let namespace = frontier_testkit::unique_namespace();
         let database_url = frontier_testkit::fresh_database().await?;
         let mut platform = Platform {
@@ -54,6 +68,7 @@ impl Platform {
             sessions: Vec::new(),
             namespace: namespace.clone(),
             database_url: database_url.clone(),
+            rating: Arc::default(),
             shutdowns: Vec::new(),
             tasks: Vec::new(),
         };
@@ -73,6 +88,7 @@ impl Platform {
                 args.push("--test-fixed-layout".into());
                 args.push(layout.to_owned());
             }
+            args.extend(session_flags.iter().map(|f| (*f).to_owned()));
             let config = frontier_game_session::Config::try_parse_from(args)?;
             let service = frontier_game_session::build(&config).await?;
             let listener = TcpListener::bind("127.0.0.1:0").await?;
@@ -96,18 +112,18 @@ impl Platform {
             let ns = frontier_platform::Namespace::new(&namespace).map_err(anyhow::Error::msg)?;
             let shutdown = Shutdown::new();
             platform.shutdowns.push(shutdown.clone());
+            let rating = platform.rating.clone();
             platform.tasks.push(tokio::spawn(async move {
                 let settings = frontier_rating::ConsumerSettings {
-                    name: "rating".into(),
                     ack_wait: Duration::from_secs(5),
-                    hang_after_commit: false,
+                    ..frontier_rating::ConsumerSettings::named("rating")
                 };
-                frontier_rating::consume(pool, nats, &ns, &settings, shutdown).await
+                frontier_rating::consume(pool, nats, &ns, &settings, rating, shutdown).await
             }));
         }
         for i in 0..gateways {
             let session = platform.sessions[i % sessions];
-            let args = vec![
+            let mut args = vec![
                 "gateway".to_owned(),
                 "--game-session-urls".into(),
                 format!("http://{session}"),
@@ -122,6 +138,7 @@ impl Platform {
                 "--public-url".into(),
                 "https://frontier.test".into(),
             ];
+            args.extend(gateway_flags.iter().map(|f| (*f).to_owned()));
             let config = frontier_gateway::Config::try_parse_from(args)?;
             let shutdown = Shutdown::new();
             let state = frontier_gateway::build(&config, shutdown.clone()).await?;
@@ -395,6 +412,14 @@ impl Client {
             .await?;
         let ack = self.ack(&id).await?;
         ack["version"].as_u64().context("version")
+    }
+
+    /// The next WebSocket message of any kind as it came (`None`: the stream ended), within
+    /// [`WAIT`].
+    pub async fn next_raw(
+        &mut self,
+    ) -> anyhow::Result<Option<Result<Message, tokio_tungstenite::tungstenite::Error>>> {
+        Ok(tokio::time::timeout(WAIT, self.ws.next()).await?)
     }
 
     /// Closes the connection.
