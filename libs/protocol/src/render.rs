@@ -327,3 +327,71 @@ pub fn to_json(message: &ServerMessage) -> String {
         r#"{"type":"error","code":"internal","message":"could not encode a message"}"#.to_owned()
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use frontier_rules::{Audience, Game, HiddenState, Position, Variant};
+
+    use super::*;
+
+    /// Plays `uci` from `game` and renders the mover's event frame.
+    fn move_frame(mut game: Game, uci: &str) -> serde_json::Value {
+        let report = game.play_uci(uci).expect("legal");
+        let after = AfterMove::of(&game.view(Audience::Spectator));
+        let event = report.for_audience(Audience::Player(report.mover()));
+        let outcome = game.outcome();
+        let json = render_event(
+            "g",
+            3,
+            &EventRender::Move {
+                event: &event,
+                after: &after,
+            },
+            outcome.as_ref(),
+            None,
+            None,
+        );
+        serde_json::from_str(&json).expect("json")
+    }
+
+    #[test]
+    fn a_checking_move_that_ends_the_game_says_check_in_every_variant() {
+        let standard = Position::from_fen(Variant::Standard, "8/8/7K/8/3k4/2p5/3B4/8 w - - 4 155")
+            .expect("fen");
+        let atomic =
+            Position::from_fen(Variant::Atomic, "8/8/p4R2/Pb1K1p2/1k3P2/8/8/8 b - - 99 121")
+                .expect("fen");
+        // Hidden chess: a pawn promotes to a bishop with check on d7; bishop against a
+        // bare king cannot mate.
+        let hidden =
+            HiddenState::from_server_fen("8/2Pk4/8/8/8/8/8/4K3 w - - 0 60 -").expect("fen");
+        for (game, uci, reason) in [
+            (
+                Game::from_position(standard),
+                "d2c3",
+                "insufficient-material",
+            ),
+            (Game::from_position(atomic), "b5c6", "fifty-moves"),
+            (
+                Game::from_hidden_state(hidden),
+                "c7c8b",
+                "insufficient-material",
+            ),
+        ] {
+            let frame = move_frame(game, uci);
+            assert_eq!(frame["event"]["check"], true, "{uci}: {frame}");
+            assert_eq!(frame["outcome"]["reason"], reason, "{uci}: {frame}");
+        }
+        // A mate still says check; a quiet move does not.
+        let mate = Position::from_fen(Variant::Standard, "6k1/5ppp/8/8/8/8/8/R5K1 w - - 0 1")
+            .expect("fen");
+        let frame = move_frame(Game::from_position(mate), "a1a8");
+        assert_eq!(frame["event"]["check"], true);
+        assert_eq!(frame["outcome"]["reason"], "checkmate");
+        let quiet = Position::new(Variant::Standard);
+        assert_eq!(
+            move_frame(Game::from_position(quiet), "e2e4")["event"]["check"],
+            false
+        );
+    }
+}
