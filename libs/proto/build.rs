@@ -3,6 +3,7 @@
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../proto");
     let files = [
+        "frontier/errors/v1/errors.proto",
         "frontier/games/v1/game.proto",
         "frontier/gamesession/v1/game_session.proto",
         "frontier/gamesession/storage/v1/stored_game.proto",

@@ -1,6 +1,14 @@
 //! Generated gRPC and message code for Frontier's internal services, from `proto/`.
 #![allow(missing_docs, unreachable_pub, clippy::all)]
 
+/// `frontier.errors.v1`: client error codes as typed details of refused calls.
+pub mod errors {
+    /// Version 1.
+    pub mod v1 {
+        tonic::include_proto!("frontier.errors.v1");
+    }
+}
+
 /// `frontier.games.v1`: players, variants, time controls, finished-game records.
 pub mod games {
     /// Version 1.

@@ -16,7 +16,6 @@ use frontier_game_session::bus::NatsBus;
 use frontier_game_session::engine::{Action, ClockSettings};
 use frontier_game_session::service::{Clock, GameService, NewBoard, RandomLayouts, Settings};
 use frontier_game_session::store::RedisStore;
-use frontier_platform::names::AudienceSubject;
 use frontier_platform::{GameId, Namespace, PlayerId, Shutdown};
 use frontier_proto::games::v1::{Player, TimeControl};
 use frontier_rules::{Color, Variant};
@@ -141,7 +140,10 @@ impl Env {
             .expect("created");
         let sub = self
             .nats
-            .subscribe(self.ns.game_subject(&game, AudienceSubject::Public))
+            .subscribe(
+                self.ns
+                    .game_subject(&game, frontier_rules::Audience::Spectator),
+            )
             .await
             .expect("subscribe");
         self.nats.flush().await.expect("flush");
