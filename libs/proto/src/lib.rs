@@ -32,6 +32,55 @@ pub mod gamesession {
     }
 }
 
+/// `Debug` for the messages that hold secrets: public facts only, never the layout, the
+/// salt or a captured piece's identity (which are secret while the game is on).
+mod redacted {
+    use std::fmt;
+
+    fn secret(present: bool) -> &'static str {
+        if present { "<secret>" } else { "" }
+    }
+
+    impl fmt::Debug for super::gamesession::storage::v1::StoredGame {
+        fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.debug_struct("StoredGame")
+                .field("id", &self.id)
+                .field("variant", &self.variant)
+                .field("phase", &self.phase)
+                .field("ply", &self.ply)
+                .field("layout", &secret(!self.layout.is_empty()))
+                .field("salt", &secret(!self.salt.is_empty()))
+                .finish_non_exhaustive()
+        }
+    }
+
+    impl fmt::Debug for super::games::v1::FinishedGame {
+        fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.debug_struct("FinishedGame")
+                .field("game_id", &self.game_id)
+                .field("variant", &self.variant)
+                .field("result", &self.result)
+                .field("outcome", &self.outcome)
+                .field("initial_layout", &secret(!self.initial_layout.is_empty()))
+                .field("salt", &secret(!self.salt.is_empty()))
+                .finish_non_exhaustive()
+        }
+    }
+
+    impl fmt::Debug for super::games::v1::MoveRecord {
+        fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.debug_struct("MoveRecord")
+                .field("ply", &self.ply)
+                .field("uci", &self.uci)
+                .field(
+                    "captured_identity",
+                    &secret(!self.captured_identity.is_empty()),
+                )
+                .finish_non_exhaustive()
+        }
+    }
+}
+
 /// A game-session client balanced over these URLs (connections are made lazily). Shared by
 /// every service that calls game-session.
 pub fn game_session_client(

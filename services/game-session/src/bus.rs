@@ -34,8 +34,8 @@ pub struct AudienceFrames {
 }
 
 impl AudienceFrames {
-    /// The frame for one audience subject.
-    pub fn for_subject(&self, audience: Audience) -> &Bytes {
+    /// The frame for one audience.
+    pub fn for_audience(&self, audience: Audience) -> &Bytes {
         match audience {
             Audience::Player(Color::White) => &self.white,
             Audience::Player(Color::Black) => &self.black,
@@ -119,7 +119,7 @@ impl EventBus for NatsBus {
                 .publish_with_headers(
                     self.ns.game_subject(game, audience),
                     headers,
-                    frames.for_subject(audience).clone(),
+                    frames.for_audience(audience).clone(),
                 )
                 .await
                 .map_err(|e| BusError(e.to_string()))?;
@@ -189,7 +189,7 @@ impl EventBus for MemoryBus {
             self.events.publish(
                 self.ns.game_subject(game, audience),
                 frames.version,
-                frames.for_subject(audience).clone(),
+                frames.for_audience(audience).clone(),
             );
         }
         Ok(())

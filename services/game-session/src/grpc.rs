@@ -13,8 +13,8 @@ use frontier_rules::{Audience, Color, Role};
 use tonic::{Request, Response, Status};
 
 use crate::bus::EventBus;
-use crate::engine::Action;
 use crate::error::SessionError;
+use crate::game::Action;
 use crate::service::{GameService, NewBoard, Resume};
 use crate::store::GameStore;
 
@@ -107,11 +107,11 @@ impl<S: GameStore, B: EventBus> GameSession for GrpcGameSession<S, B> {
         let (game, code, color) = self
             .service
             .create_board(NewBoard {
-                creator,
+                creator: (&creator).into(),
                 variant,
                 color,
                 rated: r.rated,
-                time_control: r.time_control,
+                time_control: r.time_control.map(Into::into),
                 start_fen: None,
             })
             .await
@@ -132,7 +132,7 @@ impl<S: GameStore, B: EventBus> GameSession for GrpcGameSession<S, B> {
         let player = r.player.ok_or_else(|| bad("player is required"))?;
         let (game, color) = self
             .service
-            .join_board(player, &r.code)
+            .join_board((&player).into(), &r.code)
             .await
             .map_err(status)?;
         Ok(Response::new(pb::JoinBoardResponse {
