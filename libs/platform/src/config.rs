@@ -85,6 +85,21 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
     Ok(Duration::from_millis(ms))
 }
 
+/// Refuses to start a build without the `test-hooks` feature when one of its test hook
+/// variables is set: such a build has no such setting, and ignoring it silently would run
+/// something other than what was asked for.
+pub fn refuse_unbuilt_test_hooks(built: bool, variables: &[&str]) -> anyhow::Result<()> {
+    if built {
+        return Ok(());
+    }
+    if let Some(set) = variables.iter().find(|v| std::env::var_os(v).is_some()) {
+        anyhow::bail!(
+            "{set} is a test-only setting, and this build has no test hooks (release builds never do)"
+        );
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

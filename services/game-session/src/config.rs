@@ -28,11 +28,6 @@ pub struct Config {
     /// How often finished games not yet acknowledged by the stream are sent again.
     #[arg(long, env = "FRONTIER_OUTBOX_INTERVAL", default_value = "5s", value_parser = parse_duration)]
     pub outbox_interval: Duration,
-    /// TEST ONLY: give every hidden game this layout (canonical form, e.g.
-    /// `RNBQBNRPPPPPPPP/rnbqbnrpppppppp`). Never set in production: it makes the shuffle
-    /// known in advance. No client can reach this setting.
-    #[arg(long, env = "FRONTIER_TEST_FIXED_LAYOUT", hide = true)]
-    pub test_fixed_layout: Option<String>,
     /// How long a player of a game without clock must be disconnected before the opponent
     /// may claim the game.
     #[arg(long, env = "FRONTIER_ABSENCE_LIMIT", default_value = "5m", value_parser = parse_duration)]
@@ -40,23 +35,77 @@ pub struct Config {
     /// Each side's limit for its first move; missing it aborts the game.
     #[arg(long, env = "FRONTIER_FIRST_MOVE_LIMIT", default_value = "30s", value_parser = parse_duration)]
     pub first_move_limit: Duration,
-    /// TEST ONLY: the length of one clock "minute" (production: 60s). Lowering it gives
-    /// tests short clocks without any change to the public API.
-    #[arg(long, env = "FRONTIER_TEST_CLOCK_MINUTE", hide = true, default_value = "60s", value_parser = parse_duration)]
-    pub test_clock_minute: Duration,
-    /// TEST ONLY: start every new board of a variant from this position instead of the
-    /// usual one, written `standard:FEN` or `atomic:FEN` (repeatable). Never set in
-    /// production; no client can reach this setting.
-    #[arg(long, env = "FRONTIER_TEST_START_FEN", hide = true)]
-    pub test_start_fen: Vec<String>,
     /// How long after a player's last presence report (sent by its gateway while it
     /// follows its game) it still counts as connected.
     #[arg(long, env = "FRONTIER_PRESENCE_TIMEOUT", default_value = "30s", value_parser = parse_duration)]
     pub presence_timeout: Duration,
+    /// Test-only settings: present only in builds with the `test-hooks` feature, which
+    /// release builds and images never enable (without it these flags do not exist, and a
+    /// `FRONTIER_TEST_…` hook variable stops the service at start).
+    #[command(flatten)]
+    pub test: TestHooks,
+}
+
+/// Settings that exist only for tests (the `test-hooks` feature).
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct TestHooks {
+    /// TEST ONLY: give every hidden game this layout (canonical form, e.g.
+    /// `RNBQBNRPPPPPPPP/rnbqbnrpppppppp`): it makes the shuffle known in advance.
+    #[cfg(feature = "test-hooks")]
+    #[arg(
+        long = "test-fixed-layout",
+        env = "FRONTIER_TEST_FIXED_LAYOUT",
+        hide = true
+    )]
+    pub fixed_layout: Option<String>,
+    /// TEST ONLY: the length of one clock "minute" (production: 60s), for short clocks.
+    #[cfg(feature = "test-hooks")]
+    #[arg(long = "test-clock-minute", env = "FRONTIER_TEST_CLOCK_MINUTE", hide = true, value_parser = parse_duration)]
+    pub clock_minute: Option<Duration>,
+    /// TEST ONLY: start every new board of a variant from this position instead of the
+    /// usual one, written `standard:FEN` or `atomic:FEN` (repeatable).
+    #[cfg(feature = "test-hooks")]
+    #[arg(long = "test-start-fen", env = "FRONTIER_TEST_START_FEN", hide = true)]
+    pub start_fen: Vec<String>,
+}
+
+/// The environment variables of the test hooks: a build without `test-hooks` refuses to
+/// start when one is set, rather than ignore it.
+pub const TEST_HOOK_VARIABLES: &[&str] = &[
+    "FRONTIER_TEST_FIXED_LAYOUT",
+    "FRONTIER_TEST_CLOCK_MINUTE",
+    "FRONTIER_TEST_START_FEN",
+];
+
+impl TestHooks {
+    /// The fixed layout, if set.
+    pub fn fixed_layout(&self) -> Option<&str> {
+        #[cfg(feature = "test-hooks")]
+        return self.fixed_layout.as_deref();
+        #[cfg(not(feature = "test-hooks"))]
+        None
+    }
+
+    /// The length of a clock minute, if shortened.
+    pub fn clock_minute(&self) -> Option<Duration> {
+        #[cfg(feature = "test-hooks")]
+        return self.clock_minute;
+        #[cfg(not(feature = "test-hooks"))]
+        None
+    }
+
+    /// The start positions, per variant.
+    pub fn start_fens(&self) -> Result<Vec<(frontier_rules::Variant, String)>, String> {
+        #[cfg(feature = "test-hooks")]
+        return self.start_fen.iter().map(|s| parse_start_fen(s)).collect();
+        #[cfg(not(feature = "test-hooks"))]
+        Ok(Vec::new())
+    }
 }
 
 /// Parses a `--test-start-fen` value: `standard:FEN` or `atomic:FEN`.
-pub fn parse_start_fen(s: &str) -> Result<(frontier_rules::Variant, String), String> {
+#[cfg(feature = "test-hooks")]
+fn parse_start_fen(s: &str) -> Result<(frontier_rules::Variant, String), String> {
     let (variant, fen) = s
         .split_once(':')
         .ok_or_else(|| format!("expected VARIANT:FEN, got {s:?}"))?;

@@ -112,6 +112,7 @@ impl<S: GameStore, B: EventBus> GameSession for GrpcGameSession<S, B> {
                 color,
                 rated: r.rated,
                 time_control: r.time_control.map(Into::into),
+                #[cfg(feature = "test-hooks")]
                 start_fen: None,
             })
             .await

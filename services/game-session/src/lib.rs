@@ -18,6 +18,7 @@ pub mod storage;
 pub mod store;
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use anyhow::Context as _;
 use frontier_platform::{Namespace, Shutdown};
@@ -33,6 +34,10 @@ use crate::store::{GameStore, RedisStore};
 
 /// Builds the service from configuration: connects to Redis and NATS.
 pub async fn build(config: &Config) -> anyhow::Result<Arc<GameService<RedisStore, NatsBus>>> {
+    frontier_platform::config::refuse_unbuilt_test_hooks(
+        cfg!(feature = "test-hooks"),
+        config::TEST_HOOK_VARIABLES,
+    )?;
     let ns = Namespace::new(&config.namespace.namespace).map_err(anyhow::Error::msg)?;
     let store = RedisStore::connect(&config.redis.redis_url, ns.clone())
         .await
@@ -40,7 +45,7 @@ pub async fn build(config: &Config) -> anyhow::Result<Arc<GameService<RedisStore
     let bus = NatsBus::connect(&config.nats.nats_url, ns)
         .await
         .context("connecting to NATS")?;
-    let layouts: Arc<dyn LayoutSource> = match &config.test_fixed_layout {
+    let layouts: Arc<dyn LayoutSource> = match config.test.fixed_layout() {
         Some(layout) => {
             tracing::warn!("TEST ONLY: every hidden game uses a fixed layout");
             Arc::new(FixedLayout(
@@ -50,25 +55,29 @@ pub async fn build(config: &Config) -> anyhow::Result<Arc<GameService<RedisStore
         None => Arc::new(RandomLayouts),
     };
     let clock: Arc<dyn Clock> = Arc::new(SystemClock);
-    if config.test_clock_minute != std::time::Duration::from_secs(60) {
-        tracing::warn!(minute = ?config.test_clock_minute, "TEST ONLY: clock minutes are shortened");
+    let minute = config
+        .test
+        .clock_minute()
+        .unwrap_or(Duration::from_secs(60));
+    if minute != Duration::from_secs(60) {
+        tracing::warn!(?minute, "TEST ONLY: clock minutes are shortened");
     }
     let test_start_fens = config
-        .test_start_fen
-        .iter()
-        .map(|s| config::parse_start_fen(s).map_err(anyhow::Error::msg))
-        .collect::<anyhow::Result<Vec<_>>>()
+        .test
+        .start_fens()
+        .map_err(anyhow::Error::msg)
         .context("test start position")?;
     if !test_start_fens.is_empty() {
         tracing::warn!("TEST ONLY: new boards start from a fixed position");
     }
     let settings = Settings {
         clocks: game::ClockSettings {
-            ms_per_minute: config.test_clock_minute.as_millis() as u64,
+            ms_per_minute: minute.as_millis() as u64,
             first_move_limit_ms: config.first_move_limit.as_millis() as u64,
         },
         absence_limit: config.absence_limit,
         presence_timeout: config.presence_timeout,
+        #[cfg(feature = "test-hooks")]
         test_start_fens,
         ..Settings::default()
     };

@@ -66,8 +66,9 @@ pub struct Settings {
     /// How long after its last presence report a player still counts as connected (the
     /// gateway reports every 10 s by default).
     pub presence_timeout: Duration,
-    /// TEST ONLY: start positions (FEN) for new standard or atomic boards created without
-    /// one, per variant. Set only from a hidden start-up flag; no client can reach it.
+    /// TEST ONLY (`test-hooks`): start positions (FEN) for new standard or atomic boards
+    /// created without one, per variant. No client can reach it.
+    #[cfg(feature = "test-hooks")]
     pub test_start_fens: Vec<(Variant, String)>,
 }
 
@@ -80,6 +81,7 @@ impl Default for Settings {
             resume_max: 256,
             absence_limit: Duration::from_secs(300),
             presence_timeout: Duration::from_secs(30),
+            #[cfg(feature = "test-hooks")]
             test_start_fens: Vec::new(),
         }
     }
@@ -107,8 +109,9 @@ pub struct NewBoard {
     pub rated: bool,
     /// The clock.
     pub time_control: Option<TimeControlSpec>,
-    /// TEST ONLY: a standard or atomic start position other than the usual one (FEN).
-    /// Not in the gRPC API: only in-process callers (tests) can set it.
+    /// TEST ONLY (`test-hooks`): a standard or atomic start position other than the usual
+    /// one (FEN). Not in the gRPC API: only in-process callers (tests) can set it.
+    #[cfg(feature = "test-hooks")]
     pub start_fen: Option<String>,
 }
 
@@ -277,6 +280,7 @@ impl<S: GameStore, B: EventBus> GameService<S, B> {
             ),
             _ => None,
         };
+        #[cfg(feature = "test-hooks")]
         let start_fen = board.start_fen.as_ref().or_else(|| {
             self.settings
                 .test_start_fens
@@ -284,6 +288,8 @@ impl<S: GameStore, B: EventBus> GameService<S, B> {
                 .find(|(v, _)| *v == board.variant)
                 .map(|(_, fen)| fen)
         });
+        #[cfg(not(feature = "test-hooks"))]
+        let start_fen: Option<&String> = None;
         let start = match start_fen {
             Some(fen) if board.variant != Variant::Hidden => Some(
                 frontier_rules::Position::from_fen(board.variant, fen)
