@@ -24,6 +24,14 @@ pub mod gamesession {
     }
 }
 
+/// `frontier.rating.v1`: the rating service's read API (ratings, games, PGN).
+pub mod rating {
+    /// Version 1.
+    pub mod v1 {
+        tonic::include_proto!("frontier.rating.v1");
+    }
+}
+
 /// A game-session client balanced over these URLs (connections are made lazily). Shared by
 /// every service that calls game-session.
 pub fn game_session_client(
@@ -52,4 +60,27 @@ pub fn game_session_client(
             endpoints.into_iter(),
         )),
     )
+}
+
+/// A client of the rating service's read API at this URL (connected lazily, on first use).
+pub fn rating_client(
+    url: &str,
+) -> Result<rating::v1::ratings_client::RatingsClient<tonic::transport::Channel>, String> {
+    let endpoint = tonic::transport::Endpoint::from_shared(url.to_owned())
+        .map_err(|e| format!("rating URL `{url}`: {e}"))?
+        .tcp_nodelay(true)
+        .connect_timeout(std::time::Duration::from_secs(3));
+    Ok(rating::v1::ratings_client::RatingsClient::new(
+        endpoint.connect_lazy(),
+    ))
+}
+
+/// The typed reason a rating-service status carries in its details (`Unspecified` when it
+/// carries none, e.g. a transport failure before the service answered).
+pub fn rating_error_reason(status: &tonic::Status) -> rating::v1::ErrorReason {
+    use prost::Message as _;
+    rating::v1::ErrorDetail::decode(status.details())
+        .ok()
+        .and_then(|d| rating::v1::ErrorReason::try_from(d.reason).ok())
+        .unwrap_or(rating::v1::ErrorReason::Unspecified)
 }

@@ -206,8 +206,9 @@ pub struct PgAccounts {
     pool: PgPool,
 }
 
-/// The migrations in `migrations/`, embedded at build time (no database needed to build).
-pub static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("../../migrations");
+/// The gateway's migrations (`migrations/gateway/`: accounts), embedded at build time (no
+/// database needed to build), tracked in sqlx's default table `_sqlx_migrations`.
+pub static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("../../migrations/gateway");
 
 impl PgAccounts {
     /// Uses this pool (run [`MIGRATOR`] first).
