@@ -38,7 +38,7 @@ async fn a_game_plays_through_in_memory_adapters() -> anyhow::Result<()> {
     ));
     let state = Arc::new(frontier_gateway::AppState {
         accounts: MemoryAccounts::default(),
-        records: None,
+        ratings: None,
         jwt: JwtKeys::new(common::JWT_SECRET.as_bytes(), Duration::from_secs(3600))
             .map_err(anyhow::Error::msg)?,
         sessions: frontier_gateway::sessions::connect(&[format!("http://{grpc_addr}")])?,
@@ -75,7 +75,7 @@ async fn a_game_plays_through_in_memory_adapters() -> anyhow::Result<()> {
         white.event(&game, v).await?["outcome"]["reason"],
         "resignation"
     );
-    // Records need Postgres: without it the dashboard answers 503, clearly.
+    // Records are the rating service's: a gateway without its URL answers 503, clearly.
     let (status, _) = common::get(addr, "/api/leaderboard?variant=hidden").await?;
     assert_eq!(status, 503);
     shutdown.trigger();

@@ -65,7 +65,8 @@ impl RatingStore for MemoryStore {
             let white = state.ratings.get(&white_key).copied().unwrap_or_default();
             let black = state.ratings.get(&black_key).copied().unwrap_or_default();
             let (new_white, new_black) = rate_pair(&checked, &white, &black);
-            for (key, before, after) in [(white_key, white, new_white), (black_key, black, new_black)]
+            for (key, before, after) in
+                [(white_key, white, new_white), (black_key, black, new_black)]
             {
                 state.ratings.insert(
                     key,
@@ -143,7 +144,7 @@ impl RatingStore for MemoryStore {
                 ended: g.ended,
             })
             .collect();
-        lines.sort_by(|a, b| (b.ended, b.id).cmp(&(a.ended, a.id)));
+        lines.sort_by_key(|l| std::cmp::Reverse((l.ended, l.id)));
         lines.truncate(limit);
         Ok(lines)
     }

@@ -34,7 +34,8 @@ pub fn render(r: &FinishedGame) -> Result<String, String> {
     };
     let ended: OffsetDateTime = at(r.ended_at_ms);
     let name = |p: &Option<frontier_proto::games::v1::Player>| {
-        p.as_ref().map_or_else(|| "?".to_owned(), |p| p.name.clone())
+        p.as_ref()
+            .map_or_else(|| "?".to_owned(), |p| p.name.clone())
     };
     let mut out = String::new();
     tag(
