@@ -351,8 +351,10 @@ mod tests {
             rated_games: 30,
             last_rated_at: Some(at(0)),
         };
-        assert_eq!(s.as_of(at(0)).rd, 60.0);
-        assert!(s.as_of(at(30 * 24 * 3_600_000)).rd > 60.0);
+        assert!((s.as_of(at(0)).rd - 60.0).abs() < 1e-9);
+        assert!(s.as_of(at(30 * 24 * 3_600_000)).rd > 61.0);
+        // Before the last rated game counts as no time at all.
+        assert!((s.as_of(at(-3_600_000)).rd - 60.0).abs() < 1e-9);
         assert_eq!(Standing::default().as_of(at(1_000_000)), INITIAL);
     }
 }

@@ -230,6 +230,9 @@ async fn killed_between_commit_and_ack_and_restarted_still_counts_once() {
             "--ack-wait",
             "1s",
             "--test-hang-after-commit",
+            // Any free port for its read API (another rating may hold the default).
+            "--listen",
+            "127.0.0.1:0",
         ])
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::null())
