@@ -12,13 +12,17 @@
 --   psql "$FRONTIER_DATABASE_URL" -f migrations/adopt-split.sql
 DO $$
 BEGIN
-    IF to_regclass('_sqlx_migrations') IS NOT NULL AND EXISTS (
-        SELECT 1 FROM _sqlx_migrations WHERE version = 2 AND description = 'games and ratings'
-    ) THEN
-        CREATE TABLE IF NOT EXISTS _rating_migrations (LIKE _sqlx_migrations INCLUDING ALL);
-        INSERT INTO _rating_migrations
-            SELECT * FROM _sqlx_migrations WHERE version = 2
-            ON CONFLICT (version) DO NOTHING;
-        DELETE FROM _sqlx_migrations WHERE version = 2;
+    -- Nested: the inner query is planned only where the table exists.
+    IF to_regclass('_sqlx_migrations') IS NOT NULL THEN
+        IF EXISTS (
+            SELECT 1 FROM _sqlx_migrations
+            WHERE version = 2 AND description = 'games and ratings'
+        ) THEN
+            CREATE TABLE IF NOT EXISTS _rating_migrations (LIKE _sqlx_migrations INCLUDING ALL);
+            INSERT INTO _rating_migrations
+                SELECT * FROM _sqlx_migrations WHERE version = 2
+                ON CONFLICT (version) DO NOTHING;
+            DELETE FROM _sqlx_migrations WHERE version = 2;
+        END IF;
     END IF;
 END $$;

@@ -18,7 +18,7 @@ if ! psql "$admin" -Atc "select 1 from pg_database where datname = 'frontier'" |
 fi
 # A database made before migrations/ was split by owner needs its bookkeeping moved once
 # (a no-op otherwise).
-psql "$database_url" -q -f migrations/adopt-split.sql
+psql "$database_url" -q -v ON_ERROR_STOP=1 -f migrations/adopt-split.sql
 
 export FRONTIER_REDIS_URL=${FRONTIER_REDIS_URL:-${FRONTIER_TEST_REDIS_URL:-redis://127.0.0.1:6379}}
 export FRONTIER_NATS_URL=${FRONTIER_NATS_URL:-${FRONTIER_TEST_NATS_URL:-nats://127.0.0.1:4222}}
