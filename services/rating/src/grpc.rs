@@ -9,6 +9,7 @@ use frontier_proto::rating::v1::ratings_server::Ratings;
 use prost::Message as _;
 use time::OffsetDateTime;
 use tonic::{Code, Request, Response, Status};
+use uuid::Uuid;
 
 use crate::model::{GameLine, ms, variant_from_proto, variant_to_proto};
 use crate::queries::{self, QueryError, provisional};
@@ -73,7 +74,7 @@ pub fn status(e: QueryError) -> Status {
     }
 }
 
-fn player(id: uuid::Uuid, name: String) -> games::Player {
+fn player(id: Uuid, name: String) -> games::Player {
     games::Player {
         id: id.to_string(),
         name,
@@ -205,5 +206,17 @@ impl<S: RatingStore> Ratings for RatingsService<S> {
             .await
             .map_err(status)?;
         Ok(Response::new(pb::Pgn { text }))
+    }
+
+    async fn players_with_games(
+        &self,
+        request: Request<pb::PlayersWithGamesRequest>,
+    ) -> Result<Response<pb::PlayersWithGamesResponse>, Status> {
+        let players = queries::players_with_games(&self.store, &request.into_inner().player_ids)
+            .await
+            .map_err(status)?;
+        Ok(Response::new(pb::PlayersWithGamesResponse {
+            player_ids: players.iter().map(Uuid::to_string).collect(),
+        }))
     }
 }

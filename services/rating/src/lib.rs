@@ -353,28 +353,37 @@ pub async fn run(config: Config, shutdown: Shutdown) -> anyhow::Result<()> {
         .await
         .with_context(|| format!("binding {}", config.listen))?;
     tracing::info!(addr = %listener.local_addr()?, "rating read API listening");
-    let api = tokio::spawn(serve_api(listener, store.clone(), shutdown.clone()));
+    let mut api = tokio::spawn(serve_api(listener, store.clone(), shutdown.clone()));
     tracing::info!("rating consuming finished games");
-    let consumed = consume(
+    let settings = ConsumerSettings {
+        name: config.consumer.clone(),
+        ack_wait: config.ack_wait,
+        max_deliver: config.max_deliver,
+        retry_base: config.retry_base,
+        retry_cap: config.retry_cap,
+        hang_after_commit: config.test_hang_after_commit,
+    };
+    let consumer = consume(
         store,
         client,
         &ns,
-        &ConsumerSettings {
-            name: config.consumer.clone(),
-            ack_wait: config.ack_wait,
-            max_deliver: config.max_deliver,
-            retry_base: config.retry_base,
-            retry_cap: config.retry_cap,
-            hang_after_commit: config.test_hang_after_commit,
-        },
+        &settings,
         Arc::default(),
         shutdown.clone(),
-    )
-    .await;
-    // The consumer ended (shutdown or failure): the API ends with it.
-    shutdown.trigger();
-    let served = api.await.context("read API task")?;
-    consumed.and(served)
+    );
+    tokio::pin!(consumer);
+    // Whichever ends first (shutdown or a failure) stops the other.
+    let (consumed, served) = tokio::select! {
+        consumed = &mut consumer => {
+            shutdown.trigger();
+            (consumed, (&mut api).await)
+        }
+        served = &mut api => {
+            shutdown.trigger();
+            (consumer.await, served)
+        }
+    };
+    consumed.and(served.context("read API task")?)
 }
 
 /// TEST ONLY: tells a waiting test the commit happened (see `test_hang_after_commit`).

@@ -13,7 +13,7 @@ use crate::model::{
     CheckedGame, Counts, Cursor, GameLine, GameResult, HistoryPoint, LeaderLine, RecordError,
     Recorded, Standing, rate_pair,
 };
-use crate::store::{RatingStore, StoreError, check};
+use crate::store::{RatingStore, StoreError, check, distinct_where};
 
 #[derive(Default)]
 struct State {
@@ -197,6 +197,16 @@ impl RatingStore for MemoryStore {
         });
         lines.truncate(limit);
         Ok(lines)
+    }
+
+    async fn players_with_games(&self, players: &[Uuid]) -> Result<Vec<Uuid>, StoreError> {
+        let state = self.lock();
+        Ok(distinct_where(players, |p| {
+            state
+                .games
+                .values()
+                .any(|(_, g)| g.white == *p || g.black == *p)
+        }))
     }
 
     async fn game(&self, id: Uuid) -> Result<Option<FinishedGame>, StoreError> {

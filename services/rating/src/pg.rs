@@ -20,7 +20,7 @@ use crate::model::{
     Counts, Cursor, GameLine, HistoryPoint, LeaderLine, RecordError, Recorded, Standing, at, ms,
     rate_pair,
 };
-use crate::store::{RatingStore, StoreError, check};
+use crate::store::{RatingStore, StoreError, check, distinct_where};
 
 /// The rating service's migrations (`migrations/rating/`), tracked in their own table,
 /// `_rating_migrations`, so that each owner applies only its own.
@@ -40,11 +40,6 @@ impl PgStore {
     /// Uses this pool.
     pub fn new(pool: PgPool) -> PgStore {
         PgStore { pool }
-    }
-
-    /// The pool.
-    pub fn pool(&self) -> &PgPool {
-        &self.pool
     }
 }
 
@@ -377,6 +372,19 @@ impl RatingStore for PgStore {
                 rated_games: u32::try_from(r.4).unwrap_or(0),
             })
             .collect())
+    }
+
+    async fn players_with_games(&self, players: &[Uuid]) -> Result<Vec<Uuid>, StoreError> {
+        // Each side has its own index (`games_white_recent`, `games_black_recent`).
+        let found: Vec<Uuid> = sqlx::query_scalar(
+            "SELECT p FROM unnest($1::uuid[]) AS t(p)
+             WHERE EXISTS (SELECT 1 FROM games g WHERE g.white_id = t.p)
+                OR EXISTS (SELECT 1 FROM games g WHERE g.black_id = t.p)",
+        )
+        .bind(players)
+        .fetch_all(&self.pool)
+        .await?;
+        Ok(distinct_where(players, |p| found.contains(p)))
     }
 
     async fn game(&self, id: Uuid) -> Result<Option<games::FinishedGame>, StoreError> {

@@ -155,6 +155,24 @@ pub async fn leaderboard<S: RatingStore>(
     Ok(store.leaderboard(variant, PROVISIONAL_RD, length).await?)
 }
 
+/// The most players one [`players_with_games`] call may ask about.
+pub const MAX_PLAYERS_ASKED: usize = 1000;
+
+/// Those of `players` with at least one finished game (ids that are not UUIDs have none).
+pub async fn players_with_games<S: RatingStore>(
+    store: &S,
+    players: &[String],
+) -> Result<Vec<Uuid>, QueryError> {
+    if players.len() > MAX_PLAYERS_ASKED {
+        return Err(QueryError::BadField("at most 1000 players at a time"));
+    }
+    let ids: Vec<Uuid> = players
+        .iter()
+        .filter_map(|p| Uuid::parse_str(p).ok())
+        .collect();
+    Ok(store.players_with_games(&ids).await?)
+}
+
 /// A finished game's record.
 pub async fn game<S: RatingStore>(store: &S, id: &str) -> Result<FinishedGame, QueryError> {
     let id = Uuid::parse_str(id).map_err(|_| QueryError::GameNotFound)?;

@@ -86,11 +86,28 @@ pub trait RatingStore: Clone + Send + Sync + 'static {
         limit: usize,
     ) -> impl Future<Output = Result<Vec<LeaderLine>, StoreError>> + Send;
 
+    /// Those of `players` with at least one finished game, in the order given, each once.
+    fn players_with_games(
+        &self,
+        players: &[Uuid],
+    ) -> impl Future<Output = Result<Vec<Uuid>, StoreError>> + Send;
+
     /// A finished game's record as it was received.
     fn game(
         &self,
         id: Uuid,
     ) -> impl Future<Output = Result<Option<FinishedGame>, StoreError>> + Send;
+}
+
+/// `players` in order, each once, keeping those `keep` says yes to.
+pub(crate) fn distinct_where(players: &[Uuid], keep: impl Fn(&Uuid) -> bool) -> Vec<Uuid> {
+    let mut out: Vec<Uuid> = Vec::new();
+    for p in players {
+        if !out.contains(p) && keep(p) {
+            out.push(*p);
+        }
+    }
+    out
 }
 
 /// Checks a game before a store files it.

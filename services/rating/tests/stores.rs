@@ -181,6 +181,16 @@ async fn casual_aborted_and_guest_games_are_stored_not_rated<S: RatingStore>(sto
         let id = Uuid::parse_str(&g.game_id).expect("uuid");
         assert!(store.game(id).await.expect("read").is_some());
     }
+    // Any finished game counts, rated or not, aborted or not.
+    let nobody = Uuid::now_v7();
+    assert_eq!(
+        store
+            .players_with_games(&[nobody, b, w, b])
+            .await
+            .expect("players"),
+        vec![b, w],
+        "in the order asked, each once"
+    );
 }
 
 async fn records_that_can_never_be_accepted_are_invalid<S: RatingStore>(store: &S) {
@@ -483,6 +493,28 @@ async fn the_read_api_answers_and_refuses_with_typed_reasons() {
             (tonic::Code::NotFound, pb::ErrorReason::GameNotFound)
         );
     }
+    let players = client
+        .players_with_games(pb::PlayersWithGamesRequest {
+            player_ids: vec![
+                "not-a-uuid".into(),
+                Uuid::now_v7().to_string(),
+                w.to_string(),
+            ],
+        })
+        .await
+        .expect("players")
+        .into_inner();
+    assert_eq!(players.player_ids, vec![w.to_string()]);
+    let status = client
+        .players_with_games(pb::PlayersWithGamesRequest {
+            player_ids: vec![w.to_string(); 1001],
+        })
+        .await
+        .expect_err("too many");
+    assert_eq!(
+        frontier_proto::rating_error_reason(&status),
+        pb::ErrorReason::BadField
+    );
     let status = client
         .rating_history(pb::RatingHistoryRequest {
             player_id: w.to_string(),
