@@ -21,20 +21,6 @@ pub enum RecordError {
     Storage(String),
 }
 
-impl From<sqlx::Error> for RecordError {
-    fn from(e: sqlx::Error) -> Self {
-        // SQLSTATE classes 22 (data exception) and 23 (integrity constraint violation)
-        // depend on the record alone: the same record fails the same way every time.
-        if let sqlx::Error::Database(db) = &e
-            && let Some(code) = db.code()
-            && (code.starts_with("22") || code.starts_with("23"))
-        {
-            return RecordError::Invalid(db.message().to_owned());
-        }
-        RecordError::Storage(e.to_string())
-    }
-}
-
 /// What happened to one finished game.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Recorded {
@@ -149,6 +135,13 @@ impl TryFrom<&games::FinishedGame> for CheckedGame {
         let black_id = Uuid::parse_str(&black.id).map_err(|_| invalid("black id is not a UUID"))?;
         let result = GameResult::parse(&game.result)
             .ok_or_else(|| invalid("result is white, black, draw or aborted"))?;
+        // Stored as 32-bit integers (and far above any real clock).
+        if let Some(tc) = game.time_control
+            && (i32::try_from(tc.initial_seconds).is_err()
+                || i32::try_from(tc.increment_seconds).is_err())
+        {
+            return Err(invalid("time control out of range"));
+        }
         let rateable = game.rated
             && result != GameResult::Aborted
             && !white.guest

@@ -43,6 +43,31 @@ impl PgStore {
     }
 }
 
+impl From<sqlx::Error> for RecordError {
+    fn from(e: sqlx::Error) -> Self {
+        // SQLSTATE classes 22 (data exception) and 23 (integrity constraint violation)
+        // depend on the record alone: the same record fails the same way every time.
+        if let sqlx::Error::Database(db) = &e
+            && let Some(code) = db.code()
+            && (code.starts_with("22") || code.starts_with("23"))
+        {
+            return RecordError::Invalid(db.message().to_owned());
+        }
+        RecordError::Storage(e.to_string())
+    }
+}
+
+impl From<sqlx::Error> for StoreError {
+    fn from(e: sqlx::Error) -> Self {
+        match e {
+            sqlx::Error::ColumnDecode { .. } | sqlx::Error::Decode(_) => {
+                StoreError::Corrupt(e.to_string())
+            }
+            e => StoreError::Unavailable(e.to_string()),
+        }
+    }
+}
+
 fn variant_of(name: &str) -> Result<Variant, StoreError> {
     name.parse()
         .map_err(|_| StoreError::Corrupt(format!("variant {name:?}")))
@@ -105,8 +130,9 @@ impl RatingStore for PgStore {
         .bind(checked.id)
         .bind(checked.variant.name())
         .bind(game.rated)
-        .bind(game.time_control.map(|t| t.initial_seconds as i32))
-        .bind(game.time_control.map(|t| t.increment_seconds as i32))
+        // In range: checked by `check`.
+        .bind(game.time_control.map(|t| i32::try_from(t.initial_seconds).unwrap_or(i32::MAX)))
+        .bind(game.time_control.map(|t| i32::try_from(t.increment_seconds).unwrap_or(i32::MAX)))
         .bind(checked.white)
         .bind(&white.name)
         .bind(white.guest)

@@ -26,17 +26,6 @@ pub enum StoreError {
     Corrupt(String),
 }
 
-impl From<sqlx::Error> for StoreError {
-    fn from(e: sqlx::Error) -> Self {
-        match e {
-            sqlx::Error::ColumnDecode { .. } | sqlx::Error::Decode(_) => {
-                StoreError::Corrupt(e.to_string())
-            }
-            e => StoreError::Unavailable(e.to_string()),
-        }
-    }
-}
-
 /// The rating service's storage.
 pub trait RatingStore: Clone + Send + Sync + 'static {
     /// Stores a finished game once and, if [`CheckedGame::rateable`], rates both players

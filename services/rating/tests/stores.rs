@@ -203,7 +203,12 @@ async fn records_that_can_never_be_accepted_are_invalid<S: RatingStore>(store: &
     no_black.black = None;
     let mut bad_result = finished(w, b, "resigned", NOW);
     bad_result.outcome = "x".into();
-    for g in [bad_id, no_variant, no_black, bad_result] {
+    let mut endless = finished(w, b, "white", NOW);
+    endless.time_control = Some(TimeControl {
+        initial_seconds: u32::MAX,
+        increment_seconds: 0,
+    });
+    for g in [bad_id, no_variant, no_black, bad_result, endless] {
         assert!(
             matches!(store.record_game(&g).await, Err(RecordError::Invalid(_))),
             "{g:?}"
