@@ -1,7 +1,6 @@
 //! The black-box harness: a platform of real gateways, game-sessions and a rating service,
 //! started in this process on port 0 against the real Redis, NATS and Postgres of the test
-//! run, and
-//! WebSocket clients that record every frame they receive.
+//! run, and WebSocket clients that record every frame they receive.
 
 #![allow(dead_code, unreachable_pub)]
 
