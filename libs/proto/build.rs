@@ -3,6 +3,7 @@
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../proto");
     let files = [
+        "frontier/errors/v1/errors.proto",
         "frontier/games/v1/game.proto",
         "frontier/gamesession/v1/game_session.proto",
         "frontier/gamesession/storage/v1/stored_game.proto",
@@ -13,6 +14,13 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     }
     let descriptors = protox::compile(files, [&root])?;
     tonic_prost_build::configure()
+        // These hold hidden-chess secrets (the layout and salt, captured identities):
+        // their `Debug` is written by hand in `lib.rs` and prints none of them.
+        .skip_debug([
+            ".frontier.gamesession.storage.v1.StoredGame",
+            ".frontier.games.v1.FinishedGame",
+            ".frontier.games.v1.MoveRecord",
+        ])
         .build_server(true)
         .build_client(true)
         .compile_fds(descriptors)?;

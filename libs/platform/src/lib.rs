@@ -4,6 +4,8 @@
 pub mod auth;
 pub mod backoff;
 pub mod config;
+pub mod convert;
+pub mod grpc;
 pub mod ids;
 pub mod local_bus;
 pub mod names;

@@ -1,6 +1,8 @@
 //! Every NATS subject, JetStream stream and Redis key the platform uses, derived from one
 //! namespace prefix, so that test runs (and deployments) sharing servers never meet.
 
+use frontier_rules::{Audience, Color};
+
 use crate::GameId;
 
 /// A namespace: the prefix of every subject, stream and key.
@@ -9,33 +11,21 @@ pub struct Namespace {
     prefix: String,
 }
 
-/// Which audience a game subject is for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum AudienceSubject {
-    /// White's own events (public events plus what only White may know).
-    White,
-    /// Black's own events.
-    Black,
-    /// Public events, for spectators.
-    Public,
-}
-
-impl AudienceSubject {
-    /// The three audiences, in the order events are published.
-    pub const ALL: [AudienceSubject; 3] = [
-        AudienceSubject::White,
-        AudienceSubject::Black,
-        AudienceSubject::Public,
-    ];
-
-    fn token(self) -> &'static str {
-        match self {
-            AudienceSubject::White => "white",
-            AudienceSubject::Black => "black",
-            AudienceSubject::Public => "public",
-        }
+/// The token of an audience in its game subject: `white`, `black` or `public`.
+fn audience_token(audience: Audience) -> &'static str {
+    match audience {
+        Audience::Player(Color::White) => "white",
+        Audience::Player(Color::Black) => "black",
+        Audience::Spectator => "public",
     }
 }
+
+/// The three audiences of a game, in the order events are published.
+pub const AUDIENCES: [Audience; 3] = [
+    Audience::Player(Color::White),
+    Audience::Player(Color::Black),
+    Audience::Spectator,
+];
 
 impl Namespace {
     /// A namespace with this prefix: ASCII letters, digits, `_` and `-` only.
@@ -62,8 +52,8 @@ impl Namespace {
 
     /// `<prefix>.game.<id>.<audience>`: a game's events for one audience. A hidden piece's
     /// identity is only ever published on the subject of the player entitled to it.
-    pub fn game_subject(&self, game: &GameId, audience: AudienceSubject) -> String {
-        format!("{}.game.{}.{}", self.prefix, game, audience.token())
+    pub fn game_subject(&self, game: &GameId, audience: Audience) -> String {
+        format!("{}.game.{}.{}", self.prefix, game, audience_token(audience))
     }
 
     /// `<prefix>.games.finished`: finished-game records (JetStream).
@@ -132,7 +122,7 @@ mod tests {
             .parse()
             .expect("uuid");
         assert_eq!(
-            ns.game_subject(&id, AudienceSubject::Black),
+            ns.game_subject(&id, Audience::Player(Color::Black)),
             "t-1.game.0190c6a0-0000-7000-8000-000000000001.black"
         );
         assert_eq!(ns.finished_games_stream(), "T_1_GAMES");

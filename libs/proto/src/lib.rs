@@ -1,6 +1,14 @@
 //! Generated gRPC and message code for Frontier's internal services, from `proto/`.
 #![allow(missing_docs, unreachable_pub, clippy::all)]
 
+/// `frontier.errors.v1`: client error codes as typed details of refused calls.
+pub mod errors {
+    /// Version 1.
+    pub mod v1 {
+        tonic::include_proto!("frontier.errors.v1");
+    }
+}
+
 /// `frontier.games.v1`: players, variants, time controls, finished-game records.
 pub mod games {
     /// Version 1.
@@ -29,6 +37,55 @@ pub mod rating {
     /// Version 1.
     pub mod v1 {
         tonic::include_proto!("frontier.rating.v1");
+    }
+}
+
+/// `Debug` for the messages that hold secrets: public facts only, never the layout, the
+/// salt or a captured piece's identity (which are secret while the game is on).
+mod redacted {
+    use std::fmt;
+
+    fn secret(present: bool) -> &'static str {
+        if present { "<secret>" } else { "" }
+    }
+
+    impl fmt::Debug for super::gamesession::storage::v1::StoredGame {
+        fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.debug_struct("StoredGame")
+                .field("id", &self.id)
+                .field("variant", &self.variant)
+                .field("phase", &self.phase)
+                .field("ply", &self.ply)
+                .field("layout", &secret(!self.layout.is_empty()))
+                .field("salt", &secret(!self.salt.is_empty()))
+                .finish_non_exhaustive()
+        }
+    }
+
+    impl fmt::Debug for super::games::v1::FinishedGame {
+        fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.debug_struct("FinishedGame")
+                .field("game_id", &self.game_id)
+                .field("variant", &self.variant)
+                .field("result", &self.result)
+                .field("outcome", &self.outcome)
+                .field("initial_layout", &secret(!self.initial_layout.is_empty()))
+                .field("salt", &secret(!self.salt.is_empty()))
+                .finish_non_exhaustive()
+        }
+    }
+
+    impl fmt::Debug for super::games::v1::MoveRecord {
+        fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.debug_struct("MoveRecord")
+                .field("ply", &self.ply)
+                .field("uci", &self.uci)
+                .field(
+                    "captured_identity",
+                    &secret(!self.captured_identity.is_empty()),
+                )
+                .finish_non_exhaustive()
+        }
     }
 }
 
@@ -73,14 +130,4 @@ pub fn rating_client(
     Ok(rating::v1::ratings_client::RatingsClient::new(
         endpoint.connect_lazy(),
     ))
-}
-
-/// The typed reason a rating-service status carries in its details (`Unspecified` when it
-/// carries none, e.g. a transport failure before the service answered).
-pub fn rating_error_reason(status: &tonic::Status) -> rating::v1::ErrorReason {
-    use prost::Message as _;
-    rating::v1::ErrorDetail::decode(status.details())
-        .ok()
-        .and_then(|d| rating::v1::ErrorReason::try_from(d.reason).ok())
-        .unwrap_or(rating::v1::ErrorReason::Unspecified)
 }

@@ -13,12 +13,10 @@ use std::time::Duration;
 
 use frontier_clock::{ClockService, Deadlines, Settings as ClockSettingsSvc, TimeSource};
 use frontier_game_session::bus::NatsBus;
-use frontier_game_session::engine::{Action, ClockSettings};
+use frontier_game_session::game::{Action, ClockSettings, Player, TimeControlSpec};
 use frontier_game_session::service::{Clock, GameService, NewBoard, RandomLayouts, Settings};
 use frontier_game_session::store::RedisStore;
-use frontier_platform::names::AudienceSubject;
 use frontier_platform::{GameId, Namespace, PlayerId, Shutdown};
-use frontier_proto::games::v1::{Player, TimeControl};
 use frontier_rules::{Color, Variant};
 use futures_util::StreamExt as _;
 use serde_json::Value;
@@ -131,7 +129,7 @@ impl Env {
                 variant: Variant::Standard,
                 color: Some(Color::White),
                 rated: false,
-                time_control: (minutes > 0).then_some(TimeControl {
+                time_control: (minutes > 0).then_some(TimeControlSpec {
                     initial_seconds: minutes * 60,
                     increment_seconds: 0,
                 }),
@@ -141,7 +139,10 @@ impl Env {
             .expect("created");
         let sub = self
             .nats
-            .subscribe(self.ns.game_subject(&game, AudienceSubject::Public))
+            .subscribe(
+                self.ns
+                    .game_subject(&game, frontier_rules::Audience::Spectator),
+            )
             .await
             .expect("subscribe");
         self.nats.flush().await.expect("flush");

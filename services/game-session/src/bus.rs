@@ -8,8 +8,9 @@ use std::sync::{Arc, Mutex};
 use async_nats::jetstream;
 use bytes::Bytes;
 use frontier_platform::local_bus::{LocalBus, LocalMessage};
-use frontier_platform::names::AudienceSubject;
+use frontier_platform::names::AUDIENCES;
 use frontier_platform::{GameId, Namespace};
+use frontier_rules::{Audience, Color};
 
 /// Header carrying an event's version on NATS.
 pub const VERSION_HEADER: &str = "Frontier-Version";
@@ -33,12 +34,12 @@ pub struct AudienceFrames {
 }
 
 impl AudienceFrames {
-    /// The frame for one audience subject.
-    pub fn for_subject(&self, audience: AudienceSubject) -> &Bytes {
+    /// The frame for one audience.
+    pub fn for_audience(&self, audience: Audience) -> &Bytes {
         match audience {
-            AudienceSubject::White => &self.white,
-            AudienceSubject::Black => &self.black,
-            AudienceSubject::Public => &self.public,
+            Audience::Player(Color::White) => &self.white,
+            Audience::Player(Color::Black) => &self.black,
+            Audience::Spectator => &self.public,
         }
     }
 }
@@ -111,14 +112,14 @@ impl EventBus for NatsBus {
         game: &GameId,
         frames: &AudienceFrames,
     ) -> Result<(), BusError> {
-        for audience in AudienceSubject::ALL {
+        for audience in AUDIENCES {
             let mut headers = async_nats::HeaderMap::new();
             headers.insert(VERSION_HEADER, frames.version.to_string().as_str());
             self.client
                 .publish_with_headers(
                     self.ns.game_subject(game, audience),
                     headers,
-                    frames.for_subject(audience).clone(),
+                    frames.for_audience(audience).clone(),
                 )
                 .await
                 .map_err(|e| BusError(e.to_string()))?;
@@ -184,11 +185,11 @@ impl EventBus for MemoryBus {
         game: &GameId,
         frames: &AudienceFrames,
     ) -> Result<(), BusError> {
-        for audience in AudienceSubject::ALL {
+        for audience in AUDIENCES {
             self.events.publish(
                 self.ns.game_subject(game, audience),
                 frames.version,
-                frames.for_subject(audience).clone(),
+                frames.for_audience(audience).clone(),
             );
         }
         Ok(())

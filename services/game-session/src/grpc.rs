@@ -4,6 +4,8 @@
 use std::sync::Arc;
 
 use frontier_platform::GameId;
+use frontier_platform::convert::{seat_of, variant_from_proto};
+use frontier_platform::grpc::refusal;
 use frontier_proto::gamesession::v1 as pb;
 use frontier_proto::gamesession::v1::game_session_server::GameSession;
 use frontier_protocol::ErrorCode;
@@ -11,8 +13,8 @@ use frontier_rules::{Audience, Color, Role};
 use tonic::{Request, Response, Status};
 
 use crate::bus::EventBus;
-use crate::engine::{Action, variant_from_proto};
 use crate::error::SessionError;
+use crate::game::Action;
 use crate::service::{GameService, NewBoard, Resume};
 use crate::store::GameStore;
 
@@ -28,55 +30,34 @@ impl<S, B> GrpcGameSession<S, B> {
     }
 }
 
-/// The status for an error: the client error code leads the message (`code: text`).
+/// The status for an error: a refusal carries its client error code as a typed detail
+/// (`frontier_platform::grpc`); internal causes are logged, never sent.
 pub fn status(e: SessionError) -> Status {
     match e {
-        SessionError::Client(code, message) => {
-            let text = format!("{}: {message}", code.as_str());
-            match code {
-                ErrorCode::GameNotFound | ErrorCode::BoardNotFound => Status::not_found(text),
-                ErrorCode::NotInGame => Status::permission_denied(text),
-                ErrorCode::BadField | ErrorCode::BadMove | ErrorCode::BadTimeControl => {
-                    Status::invalid_argument(text)
-                }
-                _ => Status::failed_precondition(text),
-            }
-        }
-        SessionError::AlreadySeated(_) => Status::internal("internal: unexpected seat answer"),
+        SessionError::Client(code, message) => refusal(code, message),
+        SessionError::AlreadySeated(_) => refusal(ErrorCode::Internal, "unexpected seat answer"),
         SessionError::Store(e) => {
             tracing::error!(error = %e, "storage failure");
-            Status::unavailable("unavailable: game storage is unavailable")
+            refusal(ErrorCode::Unavailable, "game storage is unavailable")
         }
         SessionError::Bus(e) => {
             tracing::error!(error = %e, "messaging failure");
-            Status::unavailable("unavailable: messaging is unavailable")
+            refusal(ErrorCode::Unavailable, "messaging is unavailable")
         }
         SessionError::Corrupt(e) | SessionError::Internal(e) => {
             tracing::error!(error = %e, "internal failure");
-            Status::internal("internal: something failed on the server")
+            refusal(ErrorCode::Internal, "something failed on the server")
         }
     }
 }
 
 fn bad(message: &str) -> Status {
-    Status::invalid_argument(format!("bad_field: {message}"))
+    refusal(ErrorCode::BadField, message)
 }
 
 fn game_id(s: &str) -> Result<GameId, Status> {
     s.parse()
-        .map_err(|_| Status::not_found("game_not_found: no such game"))
-}
-
-fn seat(audience: Audience) -> pb::Seat {
-    match audience {
-        Audience::Player(Color::White) => pb::Seat::White,
-        Audience::Player(Color::Black) => pb::Seat::Black,
-        Audience::Spectator => pb::Seat::Spectator,
-    }
-}
-
-fn color_seat(color: Color) -> pb::Seat {
-    seat(Audience::Player(color))
+        .map_err(|_| refusal(ErrorCode::GameNotFound, "no such game"))
 }
 
 fn action_of(action: Option<pb::act_request::Action>) -> Result<Action, Status> {
@@ -126,11 +107,11 @@ impl<S: GameStore, B: EventBus> GameSession for GrpcGameSession<S, B> {
         let (game, code, color) = self
             .service
             .create_board(NewBoard {
-                creator,
+                creator: (&creator).into(),
                 variant,
                 color,
                 rated: r.rated,
-                time_control: r.time_control,
+                time_control: r.time_control.map(Into::into),
                 start_fen: None,
             })
             .await
@@ -138,7 +119,7 @@ impl<S: GameStore, B: EventBus> GameSession for GrpcGameSession<S, B> {
         Ok(Response::new(pb::CreateBoardResponse {
             game_id: game.to_string(),
             code,
-            seat: color_seat(color) as i32,
+            seat: seat_of(Audience::Player(color)) as i32,
         }))
     }
 
@@ -151,12 +132,12 @@ impl<S: GameStore, B: EventBus> GameSession for GrpcGameSession<S, B> {
         let player = r.player.ok_or_else(|| bad("player is required"))?;
         let (game, color) = self
             .service
-            .join_board(player, &r.code)
+            .join_board((&player).into(), &r.code)
             .await
             .map_err(status)?;
         Ok(Response::new(pb::JoinBoardResponse {
             game_id: game.to_string(),
-            seat: color_seat(color) as i32,
+            seat: seat_of(Audience::Player(color)) as i32,
         }))
     }
 
@@ -175,7 +156,7 @@ impl<S: GameStore, B: EventBus> GameSession for GrpcGameSession<S, B> {
         Ok(Response::new(pb::ViewResponse {
             game_id: r.game_id,
             version,
-            seat: seat(audience) as i32,
+            seat: seat_of(audience) as i32,
             frame: frame.into_bytes(),
         }))
     }
@@ -254,12 +235,12 @@ impl<S: GameStore, B: EventBus> GameSession for GrpcGameSession<S, B> {
             Resume::View(version, frame) => pb::resume_response::Result::View(pb::ViewResponse {
                 game_id: r.game_id,
                 version,
-                seat: seat(audience) as i32,
+                seat: seat_of(audience) as i32,
                 frame: frame.into_bytes(),
             }),
         };
         Ok(Response::new(pb::ResumeResponse {
-            seat: seat(audience) as i32,
+            seat: seat_of(audience) as i32,
             result: Some(result),
         }))
     }

@@ -8,10 +8,13 @@
 
 pub mod bus;
 pub mod config;
-pub mod engine;
 pub mod error;
+pub mod game;
 pub mod grpc;
+pub mod record;
+pub mod render;
 pub mod service;
+pub mod storage;
 pub mod store;
 
 use std::sync::Arc;
@@ -60,7 +63,7 @@ pub async fn build(config: &Config) -> anyhow::Result<Arc<GameService<RedisStore
         tracing::warn!("TEST ONLY: new boards start from a fixed position");
     }
     let settings = Settings {
-        clocks: engine::ClockSettings {
+        clocks: game::ClockSettings {
             ms_per_minute: config.test_clock_minute.as_millis() as u64,
             first_move_limit_ms: config.first_move_limit.as_millis() as u64,
         },

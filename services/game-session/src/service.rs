@@ -1,21 +1,23 @@
-//! The game-session service logic: load a game, apply a change with the engine, store it
-//! by compare-and-set (retrying on a lost race), then publish what happened.
+//! The game-session service logic: load a game, apply a change with the domain core
+//! (`game.rs`), render it per audience (`render.rs`), store it by compare-and-set
+//! (retrying on a lost race), then publish what happened.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
 use frontier_platform::{GameId, PlayerId};
-use frontier_proto::games::v1 as games;
-use frontier_proto::gamesession::storage::v1 as storage;
 use frontier_protocol::ErrorCode;
 use frontier_rules::{Audience, Color, RandomError, Shuffle, Variant};
 use prost::Message as _;
 
 use crate::bus::{AudienceFrames, EventBus};
-use crate::engine::{Action, Applied, Change, ClockSettings, Record};
 use crate::error::SessionError;
+use crate::game::{
+    Action, Applied, Change, ClockSettings, Happened, LiveGame, NewGame, Player, TimeControlSpec,
+};
 use crate::store::{GameStore, Write};
+use crate::{record, render, storage};
 
 /// Milliseconds since the Unix epoch. Injected so tests can control time.
 pub trait Clock: Send + Sync + 'static {
@@ -113,7 +115,7 @@ pub enum Resume {
 #[derive(Debug, Clone)]
 pub struct NewBoard {
     /// The creator.
-    pub creator: games::Player,
+    pub creator: Player,
     /// The variant.
     pub variant: Variant,
     /// The creator's colour; `None` for random.
@@ -121,7 +123,7 @@ pub struct NewBoard {
     /// Rated or casual.
     pub rated: bool,
     /// The clock.
-    pub time_control: Option<games::TimeControl>,
+    pub time_control: Option<TimeControlSpec>,
     /// TEST ONLY: a standard or atomic start position other than the usual one (FEN).
     /// Not in the gRPC API: only in-process callers (tests) can set it.
     pub start_fen: Option<String>,
@@ -143,18 +145,6 @@ const MAX_ATTEMPTS: usize = 32;
 
 fn client(code: ErrorCode, message: impl Into<String>) -> SessionError {
     SessionError::Client(code, message.into())
-}
-
-fn log_entry(frames: &AudienceFrames) -> Bytes {
-    Bytes::from(
-        storage::LogEntry {
-            version: frames.version,
-            white: frames.white.to_vec(),
-            black: frames.black.to_vec(),
-            public: frames.public.to_vec(),
-        }
-        .encode_to_vec(),
-    )
 }
 
 fn random_code() -> Result<String, SessionError> {
@@ -206,28 +196,28 @@ impl<S: GameStore, B: EventBus> GameService<S, B> {
         &self.bus
     }
 
-    async fn load(&self, game: &GameId) -> Result<(u64, Record), SessionError> {
+    async fn load(&self, game: &GameId) -> Result<(u64, LiveGame), SessionError> {
         let (version, bytes) = self
             .store
             .load(game)
             .await?
             .ok_or_else(|| client(ErrorCode::GameNotFound, "no such game"))?;
-        Ok((version, Record::decode(&bytes)?))
+        Ok((version, storage::decode(&bytes)?))
     }
 
     /// Publishes a stored change; failures are logged, since subscribers fill gaps from the
     /// log and finished records are retried from the outbox.
-    async fn publish(&self, game: &GameId, record: &Record, change: &Change) {
-        if let Err(e) = self.bus.publish_game_event(game, &change.frames).await {
+    async fn publish(&self, game: &GameId, live: &LiveGame, frames: &AudienceFrames) {
+        if let Err(e) = self.bus.publish_game_event(game, frames).await {
             tracing::warn!(%game, error = %e, "publishing a game event failed; subscribers will resume from the log");
         }
-        if change.finished {
-            self.publish_finished(game, record).await;
+        if live.is_finished() {
+            self.publish_finished(game, live).await;
         }
     }
 
-    async fn publish_finished(&self, game: &GameId, record: &Record) {
-        let Some(finished) = record.finished_record() else {
+    async fn publish_finished(&self, game: &GameId, live: &LiveGame) {
+        let Some(finished) = record::finished_record(live) else {
             // Nothing to record (a board that never started). Such a game never enters the
             // outbox; one left there by an older version leaves it here.
             if let Err(e) = self.store.outbox_done(game).await {
@@ -257,8 +247,8 @@ impl<S: GameStore, B: EventBus> GameService<S, B> {
         for game in self.store.outbox().await? {
             match self.store.load(&game).await? {
                 Some((_, bytes)) => {
-                    let record = Record::decode(&bytes)?;
-                    self.publish_finished(&game, &record).await;
+                    let live = storage::decode(&bytes)?;
+                    self.publish_finished(&game, &live).await;
                     sent += 1;
                 }
                 None => {
@@ -285,9 +275,7 @@ impl<S: GameStore, B: EventBus> GameService<S, B> {
             return Err(client(ErrorCode::BadField, "creator id must be a UUID"));
         }
         if let Some(tc) = &board.time_control
-            && (!tc.initial_seconds.is_multiple_of(60)
-                || !(60..=3600).contains(&tc.initial_seconds)
-                || tc.increment_seconds > 60)
+            && !tc.is_valid()
         {
             return Err(client(
                 ErrorCode::BadTimeControl,
@@ -342,28 +330,31 @@ impl<S: GameStore, B: EventBus> GameService<S, B> {
             }
             code = random_code()?;
         }
-        let mut record = Record::new_board(
-            &game.to_string(),
-            board.creator,
-            color,
-            board.variant,
-            board.rated,
-            board.time_control,
-            shuffle,
-            start,
-            &code,
-            self.clock.now_ms(),
+        let now = self.clock.now_ms();
+        let live = LiveGame::new_board(
+            NewGame {
+                id: game.to_string(),
+                code: code.clone(),
+                creator: board.creator,
+                creator_color: color,
+                variant: board.variant,
+                rated: board.rated,
+                time_control: board.time_control,
+                shuffle,
+                start,
+                now_ms: now,
+            },
             self.settings.clocks,
         );
-        let frames = record.created_frames();
+        let frames = render::frames(&live, &Happened::Created, 1, now);
         let stored = self
             .store
             .compare_and_set(Write {
                 game,
                 expected: 0,
                 version: 1,
-                state: record.encode(),
-                entries: vec![log_entry(&frames)],
+                state: storage::encode(&live),
+                entries: vec![storage::log_entry(&frames)],
                 finished_ttl: None,
                 outbox: false,
                 deadline: None,
@@ -374,18 +365,14 @@ impl<S: GameStore, B: EventBus> GameService<S, B> {
                 "a fresh game id was already taken".into(),
             ));
         }
-        let change = Change {
-            frames,
-            finished: false,
-        };
-        self.publish(&game, &record, &change).await;
+        self.publish(&game, &live, &frames).await;
         Ok((game, code, color))
     }
 
     /// Joins a board by code.
     pub async fn join_board(
         &self,
-        player: games::Player,
+        player: Player,
         code: &str,
     ) -> Result<(GameId, Color), SessionError> {
         let code = code.trim().to_ascii_uppercase();
@@ -401,19 +388,14 @@ impl<S: GameStore, B: EventBus> GameService<S, B> {
             .await?
             .ok_or_else(|| client(ErrorCode::BoardNotFound, "no board has that code"))?;
         for _ in 0..MAX_ATTEMPTS {
-            let (version, mut record) = self.load(&game).await?;
-            let next = version + 1;
-            let (color, change) = match record.join(
-                player.clone(),
-                next,
-                self.clock.now_ms(),
-                self.settings.clocks,
-            ) {
+            let (version, mut live) = self.load(&game).await?;
+            let now = self.clock.now_ms();
+            let (color, change) = match live.join(player.clone(), now, self.settings.clocks) {
                 Err(SessionError::AlreadySeated(color)) => return Ok((game, color)),
                 other => other?,
             };
-            if self.commit(&game, version, &mut record, &change).await? {
-                self.publish(&game, &record, &change).await;
+            if let Some(frames) = self.commit(&game, version, &live, &change, now).await? {
+                self.publish(&game, &live, &frames).await;
                 return Ok((game, color));
             }
         }
@@ -422,26 +404,32 @@ impl<S: GameStore, B: EventBus> GameService<S, B> {
         ))
     }
 
+    /// Renders `change` at the next version and stores it with the game if the game is
+    /// still at `version`: the frames if it was stored, none if another instance got in
+    /// first.
     async fn commit(
         &self,
         game: &GameId,
         version: u64,
-        record: &mut Record,
+        live: &LiveGame,
         change: &Change,
-    ) -> Result<bool, SessionError> {
-        Ok(self
+        now_ms: i64,
+    ) -> Result<Option<AudienceFrames>, SessionError> {
+        let frames = render::frames(live, &change.happened, version + 1, now_ms);
+        let stored = self
             .store
             .compare_and_set(Write {
                 game: *game,
                 expected: version,
-                version: change.frames.version,
-                state: record.encode(),
-                entries: vec![log_entry(&change.frames)],
+                version: version + 1,
+                state: storage::encode(live),
+                entries: vec![storage::log_entry(&frames)],
                 finished_ttl: change.finished.then_some(self.settings.finished_ttl),
-                outbox: change.finished && record.is_recorded(),
-                deadline: record.deadline(),
+                outbox: change.finished && live.is_recorded(),
+                deadline: live.deadline(),
             })
-            .await?)
+            .await?;
+        Ok(stored.then_some(frames))
     }
 
     /// The game as `player_id` may see it (spectator if not seated).
@@ -450,12 +438,12 @@ impl<S: GameStore, B: EventBus> GameService<S, B> {
         game: &GameId,
         player_id: &str,
     ) -> Result<(u64, Audience, String), SessionError> {
-        let (version, record) = self.load(game).await?;
-        let audience = record.seat_of(player_id);
+        let (version, live) = self.load(game).await?;
+        let audience = live.seat_of(player_id);
         Ok((
             version,
             audience,
-            record.view_frame(version, audience, self.clock.now_ms()),
+            render::view_frame(&live, version, audience, self.clock.now_ms()),
         ))
     }
 
@@ -472,12 +460,12 @@ impl<S: GameStore, B: EventBus> GameService<S, B> {
             return Err(client(ErrorCode::BadField, "id is longer than 64 bytes"));
         }
         for _ in 0..MAX_ATTEMPTS {
-            let (version, mut record) = self.load(game).await?;
-            let Audience::Player(seat) = record.seat_of(player_id) else {
+            let (version, mut live) = self.load(game).await?;
+            let Audience::Player(seat) = live.seat_of(player_id) else {
                 return Err(client(ErrorCode::NotInGame, "you do not play in this game"));
             };
             if !action_id.is_empty()
-                && let Some(applied) = record.applied_action(seat, action_id)
+                && let Some(applied) = live.applied_action(seat, action_id)
             {
                 return Ok((applied, true));
             }
@@ -503,17 +491,18 @@ impl<S: GameStore, B: EventBus> GameService<S, B> {
                 }
                 other => other,
             };
-            match record.apply(seat, action, next, self.clock.now_ms())? {
+            let now = self.clock.now_ms();
+            match live.apply(seat, action, now)? {
                 Applied::Done(change) => {
-                    record.remember_action(seat, action_id, next);
-                    if self.commit(game, version, &mut record, &change).await? {
-                        self.publish(game, &record, &change).await;
+                    live.remember_action(seat, action_id, next);
+                    if let Some(frames) = self.commit(game, version, &live, &change, now).await? {
+                        self.publish(game, &live, &frames).await;
                         return Ok((next, false));
                     }
                 }
                 Applied::TimedOut(change, refusal) => {
-                    if self.commit(game, version, &mut record, &change).await? {
-                        self.publish(game, &record, &change).await;
+                    if let Some(frames) = self.commit(game, version, &live, &change, now).await? {
+                        self.publish(game, &live, &frames).await;
                         return Err(refusal);
                     }
                 }
@@ -531,7 +520,7 @@ impl<S: GameStore, B: EventBus> GameService<S, B> {
     /// and the deadline now scheduled.
     pub async fn expire_clock(&self, game: &GameId) -> Result<(bool, Option<i64>), SessionError> {
         for _ in 0..MAX_ATTEMPTS {
-            let (version, mut record) = match self.load(game).await {
+            let (version, mut live) = match self.load(game).await {
                 Ok(loaded) => loaded,
                 Err(SessionError::Client(ErrorCode::GameNotFound, _)) => {
                     self.store.schedule(game, None).await?;
@@ -539,16 +528,16 @@ impl<S: GameStore, B: EventBus> GameService<S, B> {
                 }
                 Err(e) => return Err(e),
             };
-            let next = version + 1;
-            match record.expire(next, self.clock.now_ms()) {
+            let now = self.clock.now_ms();
+            match live.expire(now) {
                 Some(change) => {
-                    if self.commit(game, version, &mut record, &change).await? {
-                        self.publish(game, &record, &change).await;
+                    if let Some(frames) = self.commit(game, version, &live, &change, now).await? {
+                        self.publish(game, &live, &frames).await;
                         return Ok((true, None));
                     }
                 }
                 None => {
-                    let deadline = record.deadline();
+                    let deadline = live.deadline();
                     self.store.schedule(game, deadline).await?;
                     return Ok((false, deadline));
                 }
@@ -561,8 +550,8 @@ impl<S: GameStore, B: EventBus> GameService<S, B> {
 
     /// Records that `player_id` is connected to `game` (a no-op for spectators).
     pub async fn presence(&self, game: &GameId, player_id: &str) -> Result<(), SessionError> {
-        let (_, record) = self.load(game).await?;
-        if let Audience::Player(color) = record.seat_of(player_id) {
+        let (_, live) = self.load(game).await?;
+        if let Audience::Player(color) = live.seat_of(player_id) {
             self.store
                 .touch_presence(game, color, self.clock.now_ms())
                 .await?;
@@ -583,10 +572,10 @@ impl<S: GameStore, B: EventBus> GameService<S, B> {
         } else {
             max.min(self.settings.resume_max)
         };
-        let (version, record) = self.load(game).await?;
-        let audience = record.seat_of(player_id);
+        let (version, live) = self.load(game).await?;
+        let audience = live.seat_of(player_id);
         let now = self.clock.now_ms();
-        let full = || Resume::View(version, record.view_frame(version, audience, now));
+        let full = || Resume::View(version, render::view_frame(&live, version, audience, now));
         if after > version || version - after > max as u64 {
             return Ok((audience, full()));
         }
@@ -599,14 +588,8 @@ impl<S: GameStore, B: EventBus> GameService<S, B> {
         }
         let mut frames = Vec::with_capacity(entries.len());
         for entry in entries {
-            let entry = storage::LogEntry::decode(entry.as_ref())
-                .map_err(|e| SessionError::Corrupt(format!("log entry: {e}")))?;
-            let bytes = match audience {
-                Audience::Player(Color::White) => entry.white,
-                Audience::Player(Color::Black) => entry.black,
-                Audience::Spectator => entry.public,
-            };
-            frames.push((entry.version, Bytes::from(bytes)));
+            let entry = storage::decode_log_entry(&entry)?;
+            frames.push((entry.version, entry.for_audience(audience).clone()));
         }
         Ok((audience, Resume::Events(frames)))
     }

@@ -7,14 +7,12 @@ use std::time::Duration;
 use async_nats::jetstream;
 use bytes::Bytes;
 use frontier_game_session::bus::{EventBus, NatsBus};
-use frontier_game_session::engine::Action;
+use frontier_game_session::game::{Action, Player};
 use frontier_game_session::service::{FixedLayout, GameService, NewBoard, Settings, SystemClock};
 use frontier_game_session::store::{GameStore, RedisStore, Write};
-use frontier_platform::names::AudienceSubject;
 use frontier_platform::{GameId, Namespace, PlayerId};
-use frontier_proto::games::v1::Player;
 use frontier_protocol::{GameEvent, ServerMessage};
-use frontier_rules::{Color, Layout, Variant};
+use frontier_rules::{Audience, Color, Layout, Variant};
 use futures_util::StreamExt as _;
 
 const LAYOUT: &str = "PQBNBNRRPPPPPPP/pqbnbnrrppppppp";
@@ -171,9 +169,9 @@ async fn identities_travel_only_on_the_entitled_subject_and_finished_games_reach
         .await
         .expect("created");
     for audience in [
-        AudienceSubject::White,
-        AudienceSubject::Black,
-        AudienceSubject::Public,
+        Audience::Player(Color::White),
+        Audience::Player(Color::Black),
+        Audience::Spectator,
     ] {
         subs.push((
             audience,
@@ -227,7 +225,7 @@ async fn identities_travel_only_on_the_entitled_subject_and_finished_games_reach
         assert!(from <= 2, "{audience:?}: {versions:?}");
         assert_eq!(versions, (from..=6).collect::<Vec<u64>>(), "{audience:?}");
         match audience {
-            AudienceSubject::White => assert_eq!(identity.as_deref(), Some("pawn")),
+            Audience::Player(Color::White) => assert_eq!(identity.as_deref(), Some("pawn")),
             _ => assert_eq!(identity, None, "{audience:?} must not learn the identity"),
         }
     }

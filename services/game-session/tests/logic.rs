@@ -4,14 +4,13 @@
 use std::sync::Arc;
 
 use frontier_game_session::bus::MemoryBus;
-use frontier_game_session::engine::Action;
 use frontier_game_session::error::SessionError;
+use frontier_game_session::game::{Action, Player};
 use frontier_game_session::service::{
     FixedLayout, GameService, NewBoard, Resume, Settings, SystemClock,
 };
 use frontier_game_session::store::{GameStore, MemoryStore};
 use frontier_platform::{GameId, Namespace, PlayerId};
-use frontier_proto::games::v1::Player;
 use frontier_protocol::{ErrorCode, GameEvent, ServerMessage};
 use frontier_rules::{Color, Layout, Variant};
 
@@ -234,7 +233,7 @@ async fn boards_refuse_bad_joins() {
             variant: Variant::Standard,
             color: None,
             rated: false,
-            time_control: Some(frontier_proto::games::v1::TimeControl {
+            time_control: Some(frontier_game_session::game::TimeControlSpec {
                 initial_seconds: 30,
                 increment_seconds: 0,
             }),
@@ -504,4 +503,117 @@ async fn a_board_aborted_while_waiting_is_not_recorded() {
         .await
         .expect("aborted");
     assert_eq!(svc.bus().finished().len(), 1);
+}
+
+#[tokio::test]
+async fn no_type_holding_a_secret_prints_it_through_debug() {
+    use frontier_game_session::storage;
+    use prost::Message as _;
+    let svc = service();
+    let (game, white, black) = started(&svc, Variant::Hidden).await;
+    // White's b1 is truly a queen: it moves as a knight and is revealed where it lands;
+    // then it takes Black's hidden c7, whose identity only White learns (the server's
+    // record keeps it).
+    for (who, uci) in [(&white, "b1c3"), (&black, "h7h6"), (&white, "c3c7")] {
+        svc.act(&game, &who.id, "", None, &mv(uci))
+            .await
+            .expect("legal");
+    }
+    let (_, bytes) = svc
+        .store()
+        .load(&game)
+        .await
+        .expect("load")
+        .expect("stored");
+    let live = storage::decode(&bytes).expect("decodes");
+    let stored = frontier_proto::gamesession::storage::v1::StoredGame::decode(bytes.as_ref())
+        .expect("decodes");
+    assert!(!stored.layout.is_empty() && !stored.salt.is_empty());
+    let salt_hex: String = stored.salt.iter().map(|b| format!("{b:02x}")).collect();
+    let printed = [
+        format!("{live:?}"),
+        format!("{stored:?}"),
+        format!("{:?}", live.game()),
+        format!("{:?}", stored.moves),
+        format!("{:?}", live.moves()),
+    ];
+    for text in &printed {
+        assert!(!text.contains(&stored.layout), "layout in {text}");
+        assert!(!text.contains(&salt_hex), "salt in {text}");
+        assert!(
+            !text.contains(&format!("{:?}", stored.salt)),
+            "salt in {text}"
+        );
+    }
+    // The finished record is public once the game is over, yet its Debug still prints no
+    // secret: records go to logs by id.
+    svc.act(&game, &white.id, "", None, &Action::Resign)
+        .await
+        .expect("resign");
+    let finished = svc.bus().finished();
+    let record =
+        frontier_proto::games::v1::FinishedGame::decode(finished[0].1.as_ref()).expect("record");
+    assert_eq!(record.initial_layout, LAYOUT);
+    let text = format!("{record:?}");
+    assert!(
+        !text.contains(LAYOUT) && !text.contains(&record.salt),
+        "{text}"
+    );
+}
+
+#[tokio::test]
+async fn refusals_cross_grpc_with_a_typed_code() {
+    use frontier_proto::gamesession::v1 as pb;
+    use frontier_proto::gamesession::v1::game_session_server::GameSessionServer;
+    let svc = Arc::new(service());
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let addr = listener.local_addr().expect("addr");
+    let server = tokio::spawn(
+        tonic::transport::Server::builder()
+            .add_service(GameSessionServer::new(
+                frontier_game_session::grpc::GrpcGameSession::new(svc),
+            ))
+            .serve_with_incoming(tokio_stream_of(listener)),
+    );
+    let mut client =
+        frontier_proto::game_session_client(&[format!("http://{addr}")]).expect("client");
+    let unknown = client
+        .act(pb::ActRequest {
+            game_id: GameId::new().to_string(),
+            player_id: PlayerId::new().to_string(),
+            client_action_id: String::new(),
+            expected_version: None,
+            action: Some(pb::act_request::Action::Resign(pb::Resign {})),
+        })
+        .await
+        .expect_err("no such game");
+    assert_eq!(
+        frontier_platform::grpc::refusal_code(&unknown),
+        Some(ErrorCode::GameNotFound)
+    );
+    assert_eq!(unknown.code(), tonic::Code::NotFound);
+    assert_eq!(
+        unknown.message(),
+        "no such game",
+        "the message is text only"
+    );
+    let bad = client
+        .create_board(pb::CreateBoardRequest::default())
+        .await
+        .expect_err("no creator");
+    assert_eq!(
+        frontier_platform::grpc::refusal_code(&bad),
+        Some(ErrorCode::BadField)
+    );
+    server.abort();
+}
+
+fn tokio_stream_of(
+    listener: tokio::net::TcpListener,
+) -> impl futures_util::Stream<Item = std::io::Result<tokio::net::TcpStream>> {
+    futures_util::stream::unfold(listener, |listener| async move {
+        Some((listener.accept().await.map(|(s, _)| s), listener))
+    })
 }

@@ -11,6 +11,8 @@ use axum::extract::{Path, Query, State};
 use axum::http::{StatusCode, header};
 use axum::response::IntoResponse;
 use frontier_platform::PlayerId;
+use frontier_platform::convert::{variant_from_name, variant_from_proto, variant_to_proto};
+use frontier_platform::grpc::refusal_code;
 use frontier_proto::games::v1 as games;
 use frontier_proto::rating::v1 as pb;
 use frontier_protocol::ErrorCode;
@@ -40,26 +42,27 @@ fn bad(message: impl Into<String>) -> ApiError {
     ApiError::new(StatusCode::BAD_REQUEST, ErrorCode::BadField, message)
 }
 
-/// A failed call to the rating service, by the typed reason its status carries.
+/// A failed call to the rating service, by the client error code its status carries.
 fn from_status(status: tonic::Status) -> ApiError {
-    match frontier_proto::rating_error_reason(&status) {
-        pb::ErrorReason::BadField => bad(status.message()),
-        pb::ErrorReason::PlayerNotFound => ApiError::new(
+    match refusal_code(&status) {
+        Some(ErrorCode::BadField) => bad(status.message()),
+        Some(ErrorCode::PlayerNotFound) => ApiError::new(
             StatusCode::NOT_FOUND,
             ErrorCode::PlayerNotFound,
             "no such player",
         ),
-        pb::ErrorReason::GameNotFound => ApiError::new(
+        Some(ErrorCode::GameNotFound) => ApiError::new(
             StatusCode::NOT_FOUND,
             ErrorCode::GameNotFound,
             "no finished game has that id",
         ),
-        pb::ErrorReason::Internal => ApiError::new(
+        Some(ErrorCode::Internal) => ApiError::new(
             StatusCode::INTERNAL_SERVER_ERROR,
             ErrorCode::Internal,
             "could not render the game",
         ),
-        pb::ErrorReason::Unavailable | pb::ErrorReason::Unspecified => {
+        // Unavailable, or no answer at all (the service is down or unreachable).
+        _ => {
             tracing::error!(code = ?status.code(), error = %status.message(), "rating service call failed");
             ApiError::new(
                 StatusCode::SERVICE_UNAVAILABLE,
@@ -81,12 +84,7 @@ fn player_id(s: &str) -> Result<Uuid, ApiError> {
 }
 
 fn variant_name(v: i32) -> &'static str {
-    match games::Variant::try_from(v) {
-        Ok(games::Variant::Standard) => "standard",
-        Ok(games::Variant::Hidden) => "hidden",
-        Ok(games::Variant::Atomic) => "atomic",
-        _ => "unknown",
-    }
+    variant_from_proto(v).map_or("unknown", |v| v.name())
 }
 
 /// The `variant` query value (absent: unspecified; whether it is required is the rating
@@ -94,10 +92,9 @@ fn variant_name(v: i32) -> &'static str {
 fn variant(v: Option<&str>) -> Result<games::Variant, ApiError> {
     match v {
         None => Ok(games::Variant::Unspecified),
-        Some("standard") => Ok(games::Variant::Standard),
-        Some("hidden") => Ok(games::Variant::Hidden),
-        Some("atomic") => Ok(games::Variant::Atomic),
-        Some(_) => Err(bad("variant is standard, hidden or atomic")),
+        Some(name) => variant_from_name(name)
+            .map(variant_to_proto)
+            .ok_or_else(|| bad("variant is standard, hidden or atomic")),
     }
 }
 

@@ -1,6 +1,5 @@
 //! The gRPC client of game-session, with its errors turned into client error codes.
 
-use frontier_proto::gamesession::v1 as pb;
 use frontier_proto::gamesession::v1::game_session_client::GameSessionClient;
 use frontier_protocol::ErrorCode;
 use tonic::transport::Channel;
@@ -16,13 +15,13 @@ pub struct Refusal {
 
 impl From<tonic::Status> for Refusal {
     fn from(status: tonic::Status) -> Self {
-        if let Some((code, message)) = status.message().split_once(": ")
-            && let Some(code) = ErrorCode::parse(code)
+        // A refusal carries its client code as a typed detail; its message is for people.
+        if let Some(code) = frontier_platform::grpc::refusal_code(&status)
             && code != ErrorCode::Internal
         {
             return Refusal {
                 code,
-                message: message.to_owned(),
+                message: status.message().to_owned(),
             };
         }
         match status.code() {
@@ -53,9 +52,6 @@ pub fn connect(urls: &[String]) -> anyhow::Result<Sessions> {
 
 /// `white`, `black` or `spectator`.
 pub fn seat_name(seat: i32) -> &'static str {
-    match pb::Seat::try_from(seat) {
-        Ok(pb::Seat::White) => "white",
-        Ok(pb::Seat::Black) => "black",
-        _ => "spectator",
-    }
+    use frontier_platform::convert::{audience_name, audience_of_seat};
+    audience_name(audience_of_seat(seat))
 }

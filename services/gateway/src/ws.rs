@@ -8,7 +8,6 @@ use std::time::{Duration, Instant};
 
 use axum::extract::ws::{CloseFrame, Message, Utf8Bytes, WebSocket};
 use bytes::Bytes;
-use frontier_platform::names::AudienceSubject;
 use frontier_platform::{AuthError, Claims, GameId};
 use frontier_proto::games::v1 as games;
 use frontier_proto::gamesession::v1 as pb;
@@ -339,11 +338,9 @@ impl<A: Accounts> Connection<A> {
                 clock,
                 ..
             } => {
-                let variant = match variant.as_str() {
-                    "standard" => games::Variant::Standard,
-                    "hidden" => games::Variant::Hidden,
-                    "atomic" => games::Variant::Atomic,
-                    _ => {
+                let variant = match frontier_platform::convert::variant_from_name(&variant) {
+                    Some(v) => frontier_platform::convert::variant_to_proto(v),
+                    None => {
                         return self.error(
                             id,
                             None,
@@ -651,11 +648,7 @@ impl<A: Accounts> Follower<A> {
             Ok((last, seat, false)) => (last, seat),
             Err(refusal) => return self.fail(refusal),
         };
-        let audience = match pb::Seat::try_from(seat) {
-            Ok(pb::Seat::White) => AudienceSubject::White,
-            Ok(pb::Seat::Black) => AudienceSubject::Black,
-            _ => AudienceSubject::Public,
-        };
+        let audience = frontier_platform::convert::audience_of_seat(seat);
         let subject = self.state.ns.game_subject(&self.game, audience);
         let (_topic, mut rx) = match self.state.hub.follow(&subject).await {
             Ok(t) => t,
@@ -674,7 +667,7 @@ impl<A: Accounts> Follower<A> {
             Err(refusal) => return self.fail(refusal),
         }
         // A seated player's presence, for claims in games without clock.
-        let seated = matches!(audience, AudienceSubject::White | AudienceSubject::Black);
+        let seated = matches!(audience, frontier_rules::Audience::Player(_));
         let mut heartbeat = tokio::time::interval(self.state.settings.presence_interval);
         heartbeat.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {

@@ -1,17 +1,19 @@
 //! The gRPC edge of the read API (`frontier.rating.v1.Ratings`), generic over the store.
-//! [`QueryError`] becomes a `tonic::Status` here and nowhere else: a status code plus an
-//! [`pb::ErrorDetail`] in the status details, so callers branch on a typed reason.
-//! Internal causes are logged, never sent.
+//! [`QueryError`] becomes a `tonic::Status` here and nowhere else: a refusal carrying its
+//! client error code as a typed detail (frontier-platform's `grpc::refusal`), so callers
+//! never parse a message. Internal causes are logged, never sent.
 
+use frontier_platform::convert::{variant_from_proto, variant_to_proto};
+use frontier_platform::grpc::refusal;
 use frontier_proto::games::v1 as games;
 use frontier_proto::rating::v1 as pb;
 use frontier_proto::rating::v1::ratings_server::Ratings;
-use prost::Message as _;
+use frontier_protocol::ErrorCode;
 use time::OffsetDateTime;
-use tonic::{Code, Request, Response, Status};
+use tonic::{Request, Response, Status};
 use uuid::Uuid;
 
-use crate::model::{GameLine, ms, variant_from_proto, variant_to_proto};
+use crate::model::{GameLine, ms};
 use crate::queries::{self, QueryError, provisional};
 use crate::store::{RatingStore, StoreError};
 
@@ -32,44 +34,21 @@ impl<S: RatingStore> RatingsService<S> {
     }
 }
 
-fn with_reason(code: Code, reason: pb::ErrorReason, message: impl Into<String>) -> Status {
-    let detail = pb::ErrorDetail {
-        reason: reason.into(),
-    };
-    Status::with_details(code, message, detail.encode_to_vec().into())
-}
-
 /// The status for an error.
 pub fn status(e: QueryError) -> Status {
     match e {
-        QueryError::BadField(message) => {
-            with_reason(Code::InvalidArgument, pb::ErrorReason::BadField, message)
+        QueryError::BadField(message) => refusal(ErrorCode::BadField, message),
+        QueryError::PlayerNotFound => refusal(ErrorCode::PlayerNotFound, "no such player"),
+        QueryError::GameNotFound => {
+            refusal(ErrorCode::GameNotFound, "no finished game has that id")
         }
-        QueryError::PlayerNotFound => with_reason(
-            Code::NotFound,
-            pb::ErrorReason::PlayerNotFound,
-            "no such player",
-        ),
-        QueryError::GameNotFound => with_reason(
-            Code::NotFound,
-            pb::ErrorReason::GameNotFound,
-            "no finished game has that id",
-        ),
         QueryError::Store(StoreError::Unavailable(cause)) => {
             tracing::error!(error = %cause, "records query failed");
-            with_reason(
-                Code::Unavailable,
-                pb::ErrorReason::Unavailable,
-                "records are unavailable; try again",
-            )
+            refusal(ErrorCode::Unavailable, "records are unavailable; try again")
         }
         QueryError::Store(StoreError::Corrupt(cause)) | QueryError::Render(cause) => {
             tracing::error!(error = %cause, "a stored game does not read back");
-            with_reason(
-                Code::Internal,
-                pb::ErrorReason::Internal,
-                "could not render the game",
-            )
+            refusal(ErrorCode::Internal, "could not render the game")
         }
     }
 }

@@ -4,6 +4,7 @@
 //! dashboard reads are made of. No I/O.
 
 use frontier_glicko2::{INITIAL, PERIOD_HOURS, Rating, Score, rate_game};
+use frontier_platform::convert::variant_from_proto;
 use frontier_proto::games::v1 as games;
 use frontier_rules::Variant;
 use time::OffsetDateTime;
@@ -65,25 +66,6 @@ impl GameResult {
             GameResult::Black => (Score::Loss, Score::Win),
             GameResult::Draw | GameResult::Aborted => (Score::Draw, Score::Draw),
         }
-    }
-}
-
-/// The variant of a proto enum value (`None`: unspecified or unknown).
-pub fn variant_from_proto(v: i32) -> Option<Variant> {
-    match games::Variant::try_from(v).ok()? {
-        games::Variant::Standard => Some(Variant::Standard),
-        games::Variant::Hidden => Some(Variant::Hidden),
-        games::Variant::Atomic => Some(Variant::Atomic),
-        games::Variant::Unspecified => None,
-    }
-}
-
-/// The proto enum value of a variant.
-pub fn variant_to_proto(v: Variant) -> games::Variant {
-    match v {
-        Variant::Standard => games::Variant::Standard,
-        Variant::Hidden => games::Variant::Hidden,
-        Variant::Atomic => games::Variant::Atomic,
     }
 }
 

@@ -69,8 +69,8 @@ impl From<sqlx::Error> for StoreError {
 }
 
 fn variant_of(name: &str) -> Result<Variant, StoreError> {
-    name.parse()
-        .map_err(|_| StoreError::Corrupt(format!("variant {name:?}")))
+    frontier_platform::convert::variant_from_name(name)
+        .ok_or_else(|| StoreError::Corrupt(format!("variant {name:?}")))
 }
 
 fn moves_json(game: &games::FinishedGame) -> Value {
@@ -448,7 +448,7 @@ impl RatingStore for PgStore {
         let seconds = |s: Option<i32>| u32::try_from(s.unwrap_or(0)).unwrap_or(0);
         Ok(Some(games::FinishedGame {
             game_id: row.try_get::<Uuid, _>("id")?.to_string(),
-            variant: crate::model::variant_to_proto(variant).into(),
+            variant: frontier_platform::convert::variant_to_proto(variant).into(),
             rated: row.try_get("rated")?,
             time_control: initial.map(|i| games::TimeControl {
                 initial_seconds: seconds(Some(i)),

@@ -7,7 +7,9 @@ use frontier_proto::games::v1::FinishedGame;
 use frontier_rules::{Color, Game, Layout, Position, Shuffle, Variant};
 use time::OffsetDateTime;
 
-use crate::model::{at, variant_from_proto};
+use frontier_platform::convert::variant_from_proto;
+
+use crate::model::at;
 
 fn tag(out: &mut String, name: &str, value: &str) {
     let escaped = value.replace('\\', "\\\\").replace('"', "\\\"");

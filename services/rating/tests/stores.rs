@@ -4,13 +4,15 @@
 //! casual, aborted and guest games are stored and not rated, bad records are refused as
 //! invalid, game lists page newest first with no cursor on the last page, records read
 //! back as they were received. Then the gRPC edge over a memory store: answers, and
-//! errors with their typed reasons.
+//! refusals with their typed client error codes.
 
 use frontier_glicko2::{INITIAL, PROVISIONAL_RD, Score, rate_game};
+use frontier_platform::grpc::refusal_code;
 use frontier_proto::games::v1::{
     FinishedGame, MoveRecord, Player, TimeControl, Variant as PbVariant,
 };
 use frontier_proto::rating::v1 as pb;
+use frontier_protocol::ErrorCode;
 use frontier_rating::model::{Counts, Cursor, Standing, at};
 use frontier_rating::{
     MIGRATOR, MemoryStore, PgStore, RatingStore, RecordError, Recorded, queries,
@@ -367,7 +369,7 @@ async fn the_postgres_store_passes_every_scenario() {
 }
 
 #[tokio::test]
-async fn the_read_api_answers_and_refuses_with_typed_reasons() {
+async fn the_read_api_answers_and_refuses_with_typed_codes() {
     let store = MemoryStore::new();
     let (w, b) = (Uuid::now_v7(), Uuid::now_v7());
     let game = finished(w, b, "black", NOW);
@@ -447,7 +449,7 @@ async fn the_read_api_answers_and_refuses_with_typed_reasons() {
                 })
                 .await,
             tonic::Code::InvalidArgument,
-            pb::ErrorReason::BadField,
+            ErrorCode::BadField,
         ),
         (
             client
@@ -458,7 +460,7 @@ async fn the_read_api_answers_and_refuses_with_typed_reasons() {
                 })
                 .await,
             tonic::Code::InvalidArgument,
-            pb::ErrorReason::BadField,
+            ErrorCode::BadField,
         ),
         (
             client
@@ -468,15 +470,12 @@ async fn the_read_api_answers_and_refuses_with_typed_reasons() {
                 })
                 .await,
             tonic::Code::NotFound,
-            pb::ErrorReason::PlayerNotFound,
+            ErrorCode::PlayerNotFound,
         ),
     ];
     for (result, code, reason) in refused {
         let status = result.expect_err("refused");
-        assert_eq!(
-            (status.code(), frontier_proto::rating_error_reason(&status)),
-            (code, reason)
-        );
+        assert_eq!((status.code(), refusal_code(&status)), (code, Some(reason)));
     }
     for result in [
         client
@@ -494,8 +493,8 @@ async fn the_read_api_answers_and_refuses_with_typed_reasons() {
     ] {
         let status = result.expect_err("refused");
         assert_eq!(
-            (status.code(), frontier_proto::rating_error_reason(&status)),
-            (tonic::Code::NotFound, pb::ErrorReason::GameNotFound)
+            (status.code(), refusal_code(&status)),
+            (tonic::Code::NotFound, Some(ErrorCode::GameNotFound))
         );
     }
     let players = client
@@ -516,10 +515,7 @@ async fn the_read_api_answers_and_refuses_with_typed_reasons() {
         })
         .await
         .expect_err("too many");
-    assert_eq!(
-        frontier_proto::rating_error_reason(&status),
-        pb::ErrorReason::BadField
-    );
+    assert_eq!(refusal_code(&status), Some(ErrorCode::BadField));
     let status = client
         .rating_history(pb::RatingHistoryRequest {
             player_id: w.to_string(),
@@ -527,10 +523,7 @@ async fn the_read_api_answers_and_refuses_with_typed_reasons() {
         })
         .await
         .expect_err("variant required");
-    assert_eq!(
-        frontier_proto::rating_error_reason(&status),
-        pb::ErrorReason::BadField
-    );
+    assert_eq!(refusal_code(&status), Some(ErrorCode::BadField));
     shutdown.trigger();
     server.await.expect("join").expect("served");
 }

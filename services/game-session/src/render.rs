@@ -1,0 +1,172 @@
+//! What happened to a live game, rendered once per audience (White, Black, public) as the
+//! protocol's JSON frames, using only the rules library's audience-filtered reports and
+//! views. The frames are what game-session publishes and logs; gateways relay them as is.
+
+use bytes::Bytes;
+use frontier_protocol::{
+    AfterMove, ClocksWire, EventRender, GameMeta, PlayerInfo, PublicMove, Status, render_event,
+    render_view,
+};
+use frontier_rules::{Audience, Color};
+
+use crate::bus::AudienceFrames;
+use crate::game::{Happened, LiveGame, Phase, Player};
+
+/// A player as the protocol shows it.
+pub fn player_info(p: &Player) -> PlayerInfo {
+    PlayerInfo {
+        id: p.id.clone(),
+        name: p.name.clone(),
+        guest: p.guest,
+        bot: p.bot,
+    }
+}
+
+fn status(game: &LiveGame) -> Status {
+    match game.phase() {
+        Phase::Waiting => Status::Waiting,
+        Phase::Playing => Status::Playing,
+        Phase::Finished => Status::Finished,
+    }
+}
+
+fn clocks(game: &LiveGame, now_ms: i64) -> Option<ClocksWire> {
+    let reading = game.clock()?.reading(now_ms);
+    Some(ClocksWire {
+        white_ms: reading.white_ms,
+        black_ms: reading.black_ms,
+        running: reading.running.map(|c| c.name().to_owned()),
+        at: reading.at_ms,
+    })
+}
+
+fn meta(game: &LiveGame, now_ms: i64) -> GameMeta {
+    let info = game.info();
+    GameMeta {
+        variant: info.variant.name(),
+        rated: info.rated,
+        clock: info.time_control.map(|tc| frontier_protocol::ClockSpec {
+            minutes: tc.initial_seconds / 60,
+            increment: tc.increment_seconds,
+        }),
+        status: status(game),
+        white: game.player(Color::White).map(player_info),
+        black: game.player(Color::Black).map(player_info),
+        draw_offer: game.draw_offer(),
+        clocks: clocks(game, now_ms),
+    }
+}
+
+fn public_moves(game: &LiveGame) -> Vec<PublicMove> {
+    game.moves()
+        .iter()
+        .map(|m| PublicMove {
+            uci: m.uci.clone(),
+            reveal: m.reveal.map(|r| (r.square, r.role)),
+            captured: m.captured.map(|c| (c.square, c.shown_role, c.was_hidden)),
+        })
+        .collect()
+}
+
+/// The `game` frame for one audience at `version`, clocks read at `now_ms`.
+pub fn view_frame(game: &LiveGame, version: u64, audience: Audience, now_ms: i64) -> String {
+    render_view(
+        &game.info().id,
+        version,
+        &meta(game, now_ms),
+        &game.game().view(audience),
+        &public_moves(game),
+    )
+}
+
+fn per_audience(version: u64, render: impl Fn(Audience) -> String) -> AudienceFrames {
+    AudienceFrames {
+        version,
+        white: Bytes::from(render(Audience::Player(Color::White))),
+        black: Bytes::from(render(Audience::Player(Color::Black))),
+        public: Bytes::from(render(Audience::Spectator)),
+    }
+}
+
+/// The frames of what happened, at `version` (the version it produced), at `now_ms`.
+pub fn frames(game: &LiveGame, happened: &Happened, version: u64, now_ms: i64) -> AudienceFrames {
+    let id = game.info().id.as_str();
+    let outcome = game.outcome();
+    let shuffle = game.game().published_shuffle();
+    // Created happens at the board's creation; its clocks are read then.
+    let now_ms = match happened {
+        Happened::Created => game.info().created_at_ms,
+        _ => now_ms,
+    };
+    let clocks = clocks(game, now_ms);
+    let simple = |event: &EventRender<'_>| {
+        per_audience(version, |_| {
+            render_event(
+                id,
+                version,
+                event,
+                outcome.as_ref(),
+                shuffle.as_ref(),
+                clocks.clone(),
+            )
+        })
+    };
+    match happened {
+        Happened::Created => {
+            let (color, player) = match (game.player(Color::White), game.player(Color::Black)) {
+                (Some(p), _) => (Color::White, player_info(p)),
+                (None, Some(p)) => (Color::Black, player_info(p)),
+                (None, None) => (
+                    Color::White,
+                    PlayerInfo {
+                        id: String::new(),
+                        name: String::new(),
+                        guest: true,
+                        bot: false,
+                    },
+                ),
+            };
+            simple(&EventRender::Created {
+                color,
+                player: &player,
+            })
+        }
+        Happened::Started => {
+            let none = PlayerInfo {
+                id: String::new(),
+                name: String::new(),
+                guest: true,
+                bot: false,
+            };
+            let white = game.player(Color::White).map_or(none.clone(), player_info);
+            let black = game.player(Color::Black).map_or(none, player_info);
+            simple(&EventRender::Started {
+                white: &white,
+                black: &black,
+                commitment: game.game().commitment().map(|c| c.to_hex()),
+                fen: game.game().position().fen(),
+            })
+        }
+        Happened::Moved(report) => {
+            // The position after the move is public: worked out once, rendered three times.
+            let after = AfterMove::of(&game.game().view(Audience::Spectator));
+            per_audience(version, |audience| {
+                let event = report.for_audience(audience);
+                render_event(
+                    id,
+                    version,
+                    &EventRender::Move {
+                        event: &event,
+                        after: &after,
+                    },
+                    outcome.as_ref(),
+                    shuffle.as_ref(),
+                    clocks.clone(),
+                )
+            })
+        }
+        Happened::DrawOffered(by) => simple(&EventRender::DrawOffered(*by)),
+        Happened::DrawDeclined(by) => simple(&EventRender::DrawDeclined(*by)),
+        Happened::Ended => simple(&EventRender::Ended),
+    }
+}
