@@ -22,6 +22,7 @@ fmt:
 	$(CARGO) fmt --all
 
 lint:
+	scripts/check-layering.sh
 	$(CARGO) fmt --all -- --check
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
 

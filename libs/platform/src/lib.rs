@@ -5,6 +5,7 @@ pub mod auth;
 pub mod backoff;
 pub mod config;
 pub mod convert;
+pub mod deadlines;
 pub mod grpc;
 pub mod ids;
 pub mod local_bus;
@@ -12,6 +13,7 @@ pub mod names;
 pub mod shutdown;
 pub mod streams;
 pub mod telemetry;
+pub mod time;
 
 pub use auth::{AuthError, Claims, JwtKeys};
 pub use ids::{GameId, ParseIdError, PlayerId};

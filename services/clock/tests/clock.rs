@@ -11,11 +11,13 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::time::Duration;
 
-use frontier_clock::{ClockService, Deadlines, Settings as ClockSettingsSvc, TimeSource};
+use frontier_clock::{Scheduler, Settings as ClockSettingsSvc};
 use frontier_game_session::bus::NatsBus;
 use frontier_game_session::game::{Action, ClockSettings, Player, TimeControlSpec};
 use frontier_game_session::service::{Clock, GameService, NewBoard, RandomLayouts, Settings};
 use frontier_game_session::store::RedisStore;
+use frontier_platform::deadlines::RedisDeadlines;
+use frontier_platform::time::Clock as TimeSource;
 use frontier_platform::{GameId, Namespace, PlayerId, Shutdown};
 use frontier_rules::{Color, Variant};
 use futures_util::StreamExt as _;
@@ -34,12 +36,6 @@ impl ManualTime {
 }
 
 impl Clock for ManualTime {
-    fn now_ms(&self) -> i64 {
-        self.0.load(Ordering::SeqCst)
-    }
-}
-
-impl TimeSource for ManualTime {
     fn now_ms(&self) -> i64 {
         self.0.load(Ordering::SeqCst)
     }
@@ -96,12 +92,12 @@ async fn env(clock: Arc<dyn Clock>, clocks: ClockSettings) -> Env {
 
 impl Env {
     async fn clock_instance(&self, time: Arc<dyn TimeSource>) -> Shutdown {
-        let deadlines = Deadlines::connect(&frontier_testkit::redis_url(), self.ns.clone())
+        let deadlines = RedisDeadlines::connect(&frontier_testkit::redis_url(), self.ns.clone())
             .await
             .expect("Redis");
         let sessions =
             frontier_clock::sessions(&[format!("http://{}", self.addr)]).expect("client");
-        let svc = ClockService::new(deadlines, sessions, time, ClockSettingsSvc::default());
+        let svc = Scheduler::new(deadlines, sessions, time, ClockSettingsSvc::default());
         let stop = Shutdown::new();
         tokio::spawn(svc.run(stop.clone()));
         stop
@@ -309,7 +305,7 @@ async fn every_deadline_fires_once_within_a_second_when_one_of_two_clocks_is_kil
     struct System;
     impl Clock for System {
         fn now_ms(&self) -> i64 {
-            frontier_clock::SystemTime.now_ms()
+            frontier_platform::time::SystemClock.now_ms()
         }
     }
     // Real time; a clock "minute" lasts two seconds.

@@ -19,24 +19,7 @@ use crate::game::{
 use crate::store::{GameStore, Write};
 use crate::{record, render, storage};
 
-/// Milliseconds since the Unix epoch. Injected so tests can control time.
-pub trait Clock: Send + Sync + 'static {
-    /// Now.
-    fn now_ms(&self) -> i64;
-}
-
-/// The system clock.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct SystemClock;
-
-impl Clock for SystemClock {
-    fn now_ms(&self) -> i64 {
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_millis() as i64)
-            .unwrap_or_default()
-    }
-}
+pub use frontier_platform::time::{Clock, SystemClock};
 
 /// Where hidden-chess shuffles come from.
 pub trait LayoutSource: Send + Sync + 'static {

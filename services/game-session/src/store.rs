@@ -8,6 +8,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use bytes::Bytes;
+use frontier_platform::deadlines::{self, MemoryDeadlines, RedisDeadlines};
 use frontier_platform::{GameId, Namespace};
 use redis::aio::ConnectionManager;
 
@@ -112,18 +113,17 @@ pub trait GameStore: Send + Sync + 'static {
 /// Compare-and-set of a game: KEYS state, log, outbox, deadlines; ARGV expected, version,
 /// state, ttl-seconds (0: none), game id, deadline (Unix ms, or -1 for none), outbox (1 to
 /// add the game to it), then the log entries. (One Redis: the outbox and deadline sets are shared by all games, so under
-/// Redis Cluster they would need one per slot.)
-const CAS_SCRIPT: &str = r#"
+/// Redis Cluster they would need one per slot.) The deadline part is the clock contract's
+/// own snippet (`frontier_platform::deadlines`).
+fn cas_script() -> String {
+    let head = r#"
 local current = redis.call('HGET', KEYS[1], 'v')
 if current == false then current = '0' end
 if current ~= ARGV[1] then return 0 end
 redis.call('HSET', KEYS[1], 'v', ARGV[2], 's', ARGV[3])
 for i = 8, #ARGV do redis.call('RPUSH', KEYS[2], ARGV[i]) end
-if tonumber(ARGV[6]) >= 0 then
-  redis.call('ZADD', KEYS[4], ARGV[6], ARGV[5])
-else
-  redis.call('ZREM', KEYS[4], ARGV[5])
-end
+"#;
+    let tail = r#"
 local ttl = tonumber(ARGV[4])
 if ttl > 0 then
   redis.call('EXPIRE', KEYS[1], ttl)
@@ -134,6 +134,11 @@ if ARGV[7] == '1' then
 end
 return 1
 "#;
+    format!(
+        "{head}{}{tail}",
+        deadlines::schedule_lua("KEYS[4]", "ARGV[6]", "ARGV[5]")
+    )
+}
 
 /// Games in Redis: a hash per game (`v`, `s`), a list as its log, a set as the outbox.
 #[derive(Clone)]
@@ -141,6 +146,7 @@ pub struct RedisStore {
     conn: ConnectionManager,
     ns: Namespace,
     cas: Arc<redis::Script>,
+    deadlines: RedisDeadlines,
 }
 
 impl RedisStore {
@@ -149,9 +155,10 @@ impl RedisStore {
         let client = redis::Client::open(url)?;
         let conn = ConnectionManager::new(client).await?;
         Ok(RedisStore {
+            deadlines: RedisDeadlines::new(conn.clone(), ns.clone()),
             conn,
             ns,
-            cas: Arc::new(redis::Script::new(CAS_SCRIPT)),
+            cas: Arc::new(redis::Script::new(&cas_script())),
         })
     }
 
@@ -302,25 +309,7 @@ impl GameStore for RedisStore {
     }
 
     async fn schedule(&self, game: &GameId, deadline: Option<i64>) -> Result<(), StoreError> {
-        let mut conn = self.conn.clone();
-        let _: i64 = match deadline {
-            Some(at) => {
-                redis::cmd("ZADD")
-                    .arg(self.ns.deadlines_key())
-                    .arg(at)
-                    .arg(game.to_string())
-                    .query_async(&mut conn)
-                    .await?
-            }
-            None => {
-                redis::cmd("ZREM")
-                    .arg(self.ns.deadlines_key())
-                    .arg(game.to_string())
-                    .query_async(&mut conn)
-                    .await?
-            }
-        };
-        Ok(())
+        Ok(self.deadlines.schedule(game, deadline).await?)
     }
 }
 
@@ -336,7 +325,6 @@ struct MemoryInner {
     games: HashMap<GameId, MemoryGame>,
     codes: HashMap<String, GameId>,
     outbox: Vec<GameId>,
-    deadlines: HashMap<GameId, i64>,
     presence: HashMap<(GameId, frontier_rules::Color), i64>,
 }
 
@@ -344,12 +332,22 @@ struct MemoryInner {
 #[derive(Clone, Default)]
 pub struct MemoryStore {
     inner: Arc<Mutex<MemoryInner>>,
+    deadlines: MemoryDeadlines,
 }
 
 impl MemoryStore {
     /// An empty store.
     pub fn new() -> MemoryStore {
         MemoryStore::default()
+    }
+
+    /// An empty store whose deadlines go to `deadlines` (shared with a clock in the same
+    /// process).
+    pub fn with_deadlines(deadlines: MemoryDeadlines) -> MemoryStore {
+        MemoryStore {
+            inner: Arc::default(),
+            deadlines,
+        }
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, MemoryInner> {
@@ -380,10 +378,7 @@ impl GameStore for MemoryStore {
         if write.outbox && !inner.outbox.contains(&write.game) {
             inner.outbox.push(write.game);
         }
-        match write.deadline {
-            Some(at) => inner.deadlines.insert(write.game, at),
-            None => inner.deadlines.remove(&write.game),
-        };
+        self.deadlines.schedule(&write.game, write.deadline);
         Ok(true)
     }
 
@@ -456,11 +451,7 @@ impl GameStore for MemoryStore {
     }
 
     async fn schedule(&self, game: &GameId, deadline: Option<i64>) -> Result<(), StoreError> {
-        let mut inner = self.lock();
-        match deadline {
-            Some(at) => inner.deadlines.insert(*game, at),
-            None => inner.deadlines.remove(game),
-        };
+        self.deadlines.schedule(game, deadline);
         Ok(())
     }
 }
@@ -468,6 +459,6 @@ impl GameStore for MemoryStore {
 impl MemoryStore {
     /// The scheduled deadline of a game (tests).
     pub fn deadline(&self, game: &GameId) -> Option<i64> {
-        self.lock().deadlines.get(game).copied()
+        self.deadlines.scheduled(game)
     }
 }

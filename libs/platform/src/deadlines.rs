@@ -1,0 +1,256 @@
+//! The deadline contract between game-session and the clock service, in one place.
+//!
+//! game-session keeps each timed live game's next deadline (Unix ms) in a set scored by
+//! time, written in the same compare-and-set as the game ([`schedule_lua`] is embedded in
+//! its script) or on its own ([`RedisDeadlines::schedule`]). Clock instances claim due
+//! deadlines atomically ([`CLAIM_SCRIPT`]): a claim moves the game to a "claimed" set with
+//! a lease, so one instance fires it; if that instance dies, the lease runs out and another
+//! claims it again. A handled claim is released.
+//!
+//! [`MemoryDeadlines`] is the same contract in memory, shared by game-session's in-memory
+//! store and the clock when every service runs in one process.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use redis::aio::ConnectionManager;
+
+use crate::{GameId, Namespace};
+
+/// A Lua snippet that schedules a deadline inside a larger script: with `key` the deadline
+/// set (e.g. `KEYS[4]`), `at` the deadline in Unix ms or -1 for none (e.g. `ARGV[6]`), and
+/// `member` the game id (e.g. `ARGV[5]`).
+pub fn schedule_lua(key: &str, at: &str, member: &str) -> String {
+    format!(
+        "if tonumber({at}) >= 0 then redis.call('ZADD', {key}, {at}, {member}) \
+         else redis.call('ZREM', {key}, {member}) end\n"
+    )
+}
+
+/// Claims due deadlines: KEYS deadlines, claimed; ARGV now, lease ms, limit. Returns
+/// member/deadline pairs (deadline 0 for a re-claimed stale claim).
+pub const CLAIM_SCRIPT: &str = r#"
+local now = tonumber(ARGV[1])
+local lease_end = now + tonumber(ARGV[2])
+local out = {}
+local stale = redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', now, 'LIMIT', 0, ARGV[3])
+for _, member in ipairs(stale) do
+  redis.call('ZADD', KEYS[2], lease_end, member)
+  table.insert(out, member)
+  table.insert(out, '0')
+end
+local due = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'WITHSCORES', 'LIMIT', 0, ARGV[3])
+for i = 1, #due, 2 do
+  redis.call('ZREM', KEYS[1], due[i])
+  redis.call('ZADD', KEYS[2], lease_end, due[i])
+  table.insert(out, due[i])
+  table.insert(out, due[i + 1])
+end
+return out
+"#;
+
+/// The deadline sets in Redis.
+#[derive(Clone)]
+pub struct RedisDeadlines {
+    conn: ConnectionManager,
+    ns: Namespace,
+    claim: Arc<redis::Script>,
+}
+
+impl RedisDeadlines {
+    /// Over this connection.
+    pub fn new(conn: ConnectionManager, ns: Namespace) -> RedisDeadlines {
+        RedisDeadlines {
+            conn,
+            ns,
+            claim: Arc::new(redis::Script::new(CLAIM_SCRIPT)),
+        }
+    }
+
+    /// Connects to Redis.
+    pub async fn connect(url: &str, ns: Namespace) -> redis::RedisResult<RedisDeadlines> {
+        let client = redis::Client::open(url)?;
+        Ok(RedisDeadlines::new(
+            ConnectionManager::new(client).await?,
+            ns,
+        ))
+    }
+
+    /// Schedules (or, with none, drops) a game's deadline.
+    pub async fn schedule(&self, game: &GameId, at: Option<i64>) -> redis::RedisResult<()> {
+        let mut conn = self.conn.clone();
+        let mut cmd = match at {
+            Some(at) => {
+                let mut c = redis::cmd("ZADD");
+                c.arg(self.ns.deadlines_key()).arg(at);
+                c
+            }
+            None => {
+                let mut c = redis::cmd("ZREM");
+                c.arg(self.ns.deadlines_key());
+                c
+            }
+        };
+        let _: i64 = cmd.arg(game.to_string()).query_async(&mut conn).await?;
+        Ok(())
+    }
+
+    /// Claims up to `limit` deadlines due at `now_ms` for `lease`.
+    pub async fn claim_due(
+        &self,
+        now_ms: i64,
+        lease: Duration,
+        limit: usize,
+    ) -> redis::RedisResult<Vec<(GameId, i64)>> {
+        let mut conn = self.conn.clone();
+        let raw: Vec<String> = self
+            .claim
+            .key(self.ns.deadlines_key())
+            .key(self.ns.deadlines_claimed_key())
+            .arg(now_ms)
+            .arg(lease.as_millis() as u64)
+            .arg(limit)
+            .invoke_async(&mut conn)
+            .await?;
+        Ok(raw
+            .chunks_exact(2)
+            .filter_map(|pair| {
+                let game = pair[0].parse().ok()?;
+                let deadline = pair[1].parse::<f64>().ok()? as i64;
+                Some((game, deadline))
+            })
+            .collect())
+    }
+
+    /// A claimed deadline was handled.
+    pub async fn release(&self, game: &GameId) -> redis::RedisResult<()> {
+        let mut conn = self.conn.clone();
+        let _: i64 = redis::cmd("ZREM")
+            .arg(self.ns.deadlines_claimed_key())
+            .arg(game.to_string())
+            .query_async(&mut conn)
+            .await?;
+        Ok(())
+    }
+
+    /// How many deadlines are tracked (scheduled and claimed).
+    pub async fn tracked(&self) -> redis::RedisResult<u64> {
+        let mut conn = self.conn.clone();
+        let (scheduled, claimed): (u64, u64) = redis::pipe()
+            .cmd("ZCARD")
+            .arg(self.ns.deadlines_key())
+            .cmd("ZCARD")
+            .arg(self.ns.deadlines_claimed_key())
+            .query_async(&mut conn)
+            .await?;
+        Ok(scheduled + claimed)
+    }
+}
+
+#[derive(Debug, Default)]
+struct MemoryInner {
+    scheduled: HashMap<GameId, i64>,
+    /// Claimed games and when their lease ends.
+    claimed: HashMap<GameId, i64>,
+}
+
+/// The deadline sets in memory: the same contract as [`RedisDeadlines`] for one process.
+#[derive(Debug, Clone, Default)]
+pub struct MemoryDeadlines {
+    inner: Arc<Mutex<MemoryInner>>,
+}
+
+impl MemoryDeadlines {
+    /// Empty sets.
+    pub fn new() -> MemoryDeadlines {
+        MemoryDeadlines::default()
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, MemoryInner> {
+        // A panic while holding the lock cannot leave the maps half-updated (each method
+        // makes whole insertions and removals), so a poisoned lock is still consistent.
+        self.inner.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Schedules (or, with none, drops) a game's deadline.
+    pub fn schedule(&self, game: &GameId, at: Option<i64>) {
+        let mut inner = self.lock();
+        match at {
+            Some(at) => inner.scheduled.insert(*game, at),
+            None => inner.scheduled.remove(game),
+        };
+    }
+
+    /// The deadline scheduled for a game.
+    pub fn scheduled(&self, game: &GameId) -> Option<i64> {
+        self.lock().scheduled.get(game).copied()
+    }
+
+    /// Claims up to `limit` deadlines due at `now_ms` for `lease` (stale claims first, with
+    /// deadline 0, as [`CLAIM_SCRIPT`] does).
+    pub fn claim_due(&self, now_ms: i64, lease: Duration, limit: usize) -> Vec<(GameId, i64)> {
+        let lease_end = now_ms + lease.as_millis() as i64;
+        let mut inner = self.lock();
+        let mut out = Vec::new();
+        let stale: Vec<GameId> = inner
+            .claimed
+            .iter()
+            .filter(|(_, end)| **end <= now_ms)
+            .map(|(g, _)| *g)
+            .take(limit)
+            .collect();
+        for game in stale {
+            inner.claimed.insert(game, lease_end);
+            out.push((game, 0));
+        }
+        let mut due: Vec<(GameId, i64)> = inner
+            .scheduled
+            .iter()
+            .filter(|(_, at)| **at <= now_ms)
+            .map(|(g, at)| (*g, *at))
+            .collect();
+        due.sort_by_key(|(_, at)| *at);
+        due.truncate(limit);
+        for (game, at) in due {
+            inner.scheduled.remove(&game);
+            inner.claimed.insert(game, lease_end);
+            out.push((game, at));
+        }
+        out
+    }
+
+    /// A claimed deadline was handled.
+    pub fn release(&self, game: &GameId) {
+        self.lock().claimed.remove(game);
+    }
+
+    /// How many deadlines are tracked (scheduled and claimed).
+    pub fn tracked(&self) -> u64 {
+        let inner = self.lock();
+        (inner.scheduled.len() + inner.claimed.len()) as u64
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_due_deadline_is_claimed_once_and_again_after_its_lease() {
+        let d = MemoryDeadlines::new();
+        let (a, b) = (GameId::new(), GameId::new());
+        d.schedule(&a, Some(100));
+        d.schedule(&b, Some(500));
+        let lease = Duration::from_millis(50);
+        assert_eq!(d.claim_due(99, lease, 10), vec![]);
+        assert_eq!(d.claim_due(100, lease, 10), vec![(a, 100)]);
+        assert_eq!(d.claim_due(120, lease, 10), vec![], "held by its lease");
+        assert_eq!(d.claim_due(150, lease, 10), vec![(a, 0)], "lease ran out");
+        d.release(&a);
+        assert_eq!(d.tracked(), 1);
+        d.schedule(&b, None);
+        assert_eq!(d.claim_due(1_000, lease, 10), vec![]);
+        assert_eq!(d.tracked(), 0);
+    }
+}
