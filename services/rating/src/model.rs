@@ -1,11 +1,10 @@
 //! The rating service's domain, shared by every store: a finished game checked once
 //! ([`CheckedGame`]), when a game is rated, the Glicko-2 update of both players
 //! ([`rate_pair`]), a rating as of a given time ([`Standing::as_of`]), and the rows the
-//! dashboard reads are made of. No I/O.
+//! dashboard reads are made of. No I/O and no wire types (`scripts/check-layering.sh`):
+//! the finished-game message becomes a [`CheckedGame`] in `store.rs`.
 
 use frontier_glicko2::{INITIAL, PERIOD_HOURS, Rating, Score, rate_game};
-use frontier_platform::convert::variant_from_proto;
-use frontier_proto::games::v1 as games;
 use frontier_rules::Variant;
 use time::OffsetDateTime;
 use uuid::Uuid;
@@ -98,47 +97,6 @@ pub struct CheckedGame {
     /// Whether it changes ratings: a rated, not aborted game between two different
     /// registered players. (So only registered players ever have a rating row.)
     pub rateable: bool,
-}
-
-fn invalid(what: &str) -> RecordError {
-    RecordError::Invalid(what.to_owned())
-}
-
-impl TryFrom<&games::FinishedGame> for CheckedGame {
-    type Error = RecordError;
-
-    fn try_from(game: &games::FinishedGame) -> Result<CheckedGame, RecordError> {
-        let id = Uuid::parse_str(&game.game_id).map_err(|_| invalid("game id is not a UUID"))?;
-        let variant = variant_from_proto(game.variant).ok_or_else(|| invalid("unknown variant"))?;
-        let (Some(white), Some(black)) = (&game.white, &game.black) else {
-            return Err(invalid("a finished game has both players"));
-        };
-        let white_id = Uuid::parse_str(&white.id).map_err(|_| invalid("white id is not a UUID"))?;
-        let black_id = Uuid::parse_str(&black.id).map_err(|_| invalid("black id is not a UUID"))?;
-        let result = GameResult::parse(&game.result)
-            .ok_or_else(|| invalid("result is white, black, draw or aborted"))?;
-        // Stored as 32-bit integers (and far above any real clock).
-        if let Some(tc) = game.time_control
-            && (i32::try_from(tc.initial_seconds).is_err()
-                || i32::try_from(tc.increment_seconds).is_err())
-        {
-            return Err(invalid("time control out of range"));
-        }
-        let rateable = game.rated
-            && result != GameResult::Aborted
-            && !white.guest
-            && !black.guest
-            && white_id != black_id;
-        Ok(CheckedGame {
-            id,
-            variant,
-            white: white_id,
-            black: black_id,
-            result,
-            ended: at(game.ended_at_ms),
-            rateable,
-        })
-    }
 }
 
 /// A player's stored rating in one variant.

@@ -6,13 +6,14 @@
 
 use std::future::Future;
 
+use frontier_platform::convert::variant_from_proto;
 use frontier_proto::games::v1::FinishedGame;
 use frontier_rules::Variant;
 use uuid::Uuid;
 
 use crate::model::{
-    CheckedGame, Counts, Cursor, GameLine, HistoryPoint, LeaderLine, RecordError, Recorded,
-    Standing,
+    CheckedGame, Counts, Cursor, GameLine, GameResult, HistoryPoint, LeaderLine, RecordError,
+    Recorded, Standing, at,
 };
 
 /// A read failed.
@@ -97,6 +98,47 @@ pub(crate) fn distinct_where(players: &[Uuid], keep: impl Fn(&Uuid) -> bool) -> 
         }
     }
     out
+}
+
+fn invalid(what: &str) -> RecordError {
+    RecordError::Invalid(what.to_owned())
+}
+
+impl TryFrom<&FinishedGame> for CheckedGame {
+    type Error = RecordError;
+
+    fn try_from(game: &FinishedGame) -> Result<CheckedGame, RecordError> {
+        let id = Uuid::parse_str(&game.game_id).map_err(|_| invalid("game id is not a UUID"))?;
+        let variant = variant_from_proto(game.variant).ok_or_else(|| invalid("unknown variant"))?;
+        let (Some(white), Some(black)) = (&game.white, &game.black) else {
+            return Err(invalid("a finished game has both players"));
+        };
+        let white_id = Uuid::parse_str(&white.id).map_err(|_| invalid("white id is not a UUID"))?;
+        let black_id = Uuid::parse_str(&black.id).map_err(|_| invalid("black id is not a UUID"))?;
+        let result = GameResult::parse(&game.result)
+            .ok_or_else(|| invalid("result is white, black, draw or aborted"))?;
+        // Stored as 32-bit integers (and far above any real clock).
+        if let Some(tc) = game.time_control
+            && (i32::try_from(tc.initial_seconds).is_err()
+                || i32::try_from(tc.increment_seconds).is_err())
+        {
+            return Err(invalid("time control out of range"));
+        }
+        let rateable = game.rated
+            && result != GameResult::Aborted
+            && !white.guest
+            && !black.guest
+            && white_id != black_id;
+        Ok(CheckedGame {
+            id,
+            variant,
+            white: white_id,
+            black: black_id,
+            result,
+            ended: at(game.ended_at_ms),
+            rateable,
+        })
+    }
 }
 
 /// Checks a game before a store files it.
