@@ -136,7 +136,10 @@ async fn the_dashboard_is_served_from_the_rating_service_and_the_gateways_accoun
     let rating_url = format!("http://{}", listener.local_addr()?);
     let rating = tokio::spawn(frontier_rating::serve_api(
         listener,
-        store.clone(),
+        frontier_rating::grpc::RatingsService::new(
+            store.clone(),
+            Arc::new(frontier_platform::time::SystemClock),
+        ),
         rating_shutdown.clone(),
     ));
     let shutdown = Shutdown::new();

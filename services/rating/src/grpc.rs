@@ -5,27 +5,31 @@
 
 use frontier_platform::convert::{variant_from_proto, variant_to_proto};
 use frontier_platform::grpc::refusal;
+use frontier_platform::time::Clock;
+use std::sync::Arc;
+
 use frontier_proto::games::v1 as games;
 use frontier_proto::rating::v1 as pb;
 use frontier_proto::rating::v1::ratings_server::Ratings;
 use frontier_protocol::ErrorCode;
-use time::OffsetDateTime;
 use tonic::{Request, Response, Status};
 use uuid::Uuid;
 
-use crate::model::{GameLine, ms};
+use crate::model::{GameLine, at, ms};
 use crate::queries::{self, QueryError, provisional};
 use crate::store::{RatingStore, StoreError};
 
 /// The tonic service over a store.
 pub struct RatingsService<S> {
     store: S,
+    /// "Now" for ratings as of now (RD grows with idle time).
+    clock: Arc<dyn Clock>,
 }
 
 impl<S: RatingStore> RatingsService<S> {
-    /// Serves reads from `store`.
-    pub fn new(store: S) -> RatingsService<S> {
-        RatingsService { store }
+    /// Serves reads from `store`, with `clock` telling the time.
+    pub fn new(store: S, clock: Arc<dyn Clock>) -> RatingsService<S> {
+        RatingsService { store, clock }
     }
 
     /// The tonic server of this service.
@@ -82,7 +86,8 @@ impl<S: RatingStore> Ratings for RatingsService<S> {
         request: Request<pb::GetPlayerRequest>,
     ) -> Result<Response<pb::PlayerRatings>, Status> {
         let r = request.into_inner();
-        let summaries = queries::player(&self.store, &r.player_id, OffsetDateTime::now_utc())
+        let now = at(self.clock.now_ms());
+        let summaries = queries::player(&self.store, &r.player_id, now)
             .await
             .map_err(status)?;
         Ok(Response::new(pb::PlayerRatings {

@@ -30,6 +30,7 @@ use std::time::Duration;
 use anyhow::Context as _;
 use async_nats::jetstream::{self, consumer::pull};
 use frontier_platform::config::{NamespaceArgs, NatsArgs, PostgresArgs};
+use frontier_platform::time::SystemClock;
 use frontier_platform::{Namespace, Shutdown};
 use frontier_proto::games::v1 as games;
 use futures_util::StreamExt as _;
@@ -308,10 +309,10 @@ async fn handle<S: RatingStore>(
     }
 }
 
-/// Serves the read API over `store` on `listener` until `shutdown`.
+/// Serves the read API (`grpc::RatingsService`) on `listener` until `shutdown`.
 pub async fn serve_api<S: RatingStore>(
     listener: TcpListener,
-    store: S,
+    service: grpc::RatingsService<S>,
     shutdown: Shutdown,
 ) -> anyhow::Result<()> {
     let incoming = futures_util::stream::unfold(listener, |listener| async move {
@@ -322,7 +323,7 @@ pub async fn serve_api<S: RatingStore>(
         Some((accepted, listener))
     });
     tonic::transport::Server::builder()
-        .add_service(grpc::RatingsService::new(store).into_server())
+        .add_service(service.into_server())
         .serve_with_incoming_shutdown(incoming, shutdown.wait_owned())
         .await
         .context("gRPC server")
@@ -353,7 +354,8 @@ pub async fn run(config: Config, shutdown: Shutdown) -> anyhow::Result<()> {
         .await
         .with_context(|| format!("binding {}", config.listen))?;
     tracing::info!(addr = %listener.local_addr()?, "rating read API listening");
-    let mut api = tokio::spawn(serve_api(listener, store.clone(), shutdown.clone()));
+    let service = grpc::RatingsService::new(store.clone(), Arc::new(SystemClock));
+    let mut api = tokio::spawn(serve_api(listener, service, shutdown.clone()));
     tracing::info!("rating consuming finished games");
     let settings = ConsumerSettings {
         name: config.consumer.clone(),

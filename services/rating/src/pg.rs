@@ -292,9 +292,9 @@ impl RatingStore for PgStore {
         before: Option<Cursor>,
         limit: usize,
     ) -> Result<Vec<GameLine>, StoreError> {
-        // The newest page starts after every game: ten years from now.
+        // The newest page starts after every game: at the end of time.
         let before = before.unwrap_or(Cursor {
-            ended: OffsetDateTime::now_utc() + time::Duration::days(3650),
+            ended: time::PrimitiveDateTime::MAX.assume_utc(),
             id: Uuid::max(),
         });
         #[allow(clippy::type_complexity)]

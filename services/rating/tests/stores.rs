@@ -6,13 +6,17 @@
 //! back as they were received. Then the gRPC edge over a memory store: answers, and
 //! refusals with their typed client error codes.
 
+use std::sync::Arc;
+
 use frontier_glicko2::{INITIAL, PROVISIONAL_RD, Score, rate_game};
 use frontier_platform::grpc::refusal_code;
+use frontier_platform::time::ManualClock;
 use frontier_proto::games::v1::{
     FinishedGame, MoveRecord, Player, TimeControl, Variant as PbVariant,
 };
 use frontier_proto::rating::v1 as pb;
 use frontier_protocol::ErrorCode;
+use frontier_rating::grpc::RatingsService;
 use frontier_rating::model::{Counts, Cursor, Standing, at};
 use frontier_rating::{
     MIGRATOR, MemoryStore, PgStore, RatingStore, RecordError, Recorded, queries,
@@ -379,9 +383,10 @@ async fn the_read_api_answers_and_refuses_with_typed_codes() {
         .expect("bind");
     let url = format!("http://{}", listener.local_addr().expect("addr"));
     let shutdown = frontier_platform::Shutdown::new();
+    let clock = Arc::new(ManualClock::at(NOW));
     let server = tokio::spawn(frontier_rating::serve_api(
         listener,
-        store,
+        RatingsService::new(store, clock.clone()),
         shutdown.clone(),
     ));
     let mut client = frontier_proto::rating_client(&url).expect("client");
@@ -397,11 +402,28 @@ async fn the_read_api_answers_and_refuses_with_typed_codes() {
     let standard = &player.ratings[0];
     assert_eq!(player.ratings.len(), 3);
     assert_eq!(standard.variant, PbVariant::Standard as i32);
-    assert!(close(standard.rating, won.rating));
+    assert!(close(standard.rating, won.rating) && close(standard.rd, won.rd));
     assert_eq!(
         (standard.games, standard.wins, standard.provisional),
         (1, 1, true)
     );
+    // Thirty days on, the RD served has grown with the idle time; the rating has not moved.
+    clock.advance(30 * DAY_MS);
+    let later = client
+        .get_player(pb::GetPlayerRequest {
+            player_id: b.to_string(),
+        })
+        .await
+        .expect("player")
+        .into_inner();
+    let grown = Standing {
+        rating: won,
+        rated_games: 1,
+        last_rated_at: Some(at(NOW)),
+    }
+    .as_of(at(NOW + 30 * DAY_MS));
+    assert!(grown.rd > won.rd + 1.0);
+    assert!(close(later.ratings[0].rd, grown.rd) && close(later.ratings[0].rating, won.rating));
 
     let page = client
         .list_player_games(pb::ListPlayerGamesRequest {

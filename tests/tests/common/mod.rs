@@ -118,7 +118,10 @@ impl Platform {
             let url = format!("http://{}", listener.local_addr()?);
             platform.tasks.push(tokio::spawn(frontier_rating::serve_api(
                 listener,
-                store.clone(),
+                frontier_rating::grpc::RatingsService::new(
+                    store.clone(),
+                    Arc::new(frontier_platform::time::SystemClock),
+                ),
                 shutdown.clone(),
             )));
             let rating = platform.rating.clone();
