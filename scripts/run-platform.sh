@@ -6,6 +6,7 @@ cd "$(dirname "$0")/.."
 
 GATEWAY_ADDR=${FRONTIER_GATEWAY_LISTEN:-127.0.0.1:8080}
 SESSION_ADDR=${FRONTIER_GAME_SESSION_LISTEN:-127.0.0.1:50051}
+RATING_ADDR=${FRONTIER_RATING_LISTEN:-127.0.0.1:50053}
 TARGET=${CARGO_TARGET_DIR:-target}
 
 cargo build --release -p frontier-game-session -p frontier-gateway -p frontier-clock -p frontier-rating
@@ -15,6 +16,9 @@ database_url=${FRONTIER_DATABASE_URL:-${admin%/*}/frontier}
 if ! psql "$admin" -Atc "select 1 from pg_database where datname = 'frontier'" | grep -q 1; then
   psql "$admin" -qc 'create database frontier'
 fi
+# A database made before migrations/ was split by owner needs its bookkeeping moved once
+# (a no-op otherwise).
+psql "$database_url" -q -v ON_ERROR_STOP=1 -f migrations/adopt-split.sql
 
 export FRONTIER_REDIS_URL=${FRONTIER_REDIS_URL:-${FRONTIER_TEST_REDIS_URL:-redis://127.0.0.1:6379}}
 export FRONTIER_NATS_URL=${FRONTIER_NATS_URL:-${FRONTIER_TEST_NATS_URL:-nats://127.0.0.1:4222}}
@@ -26,8 +30,8 @@ export FRONTIER_PUBLIC_URL=${FRONTIER_PUBLIC_URL:-http://$GATEWAY_ADDR}
 pids=()
 trap 'kill "${pids[@]}" 2>/dev/null || true; wait' EXIT INT TERM
 "$TARGET/release/game-session" --listen "$SESSION_ADDR" & pids+=($!)
-"$TARGET/release/gateway" --listen "$GATEWAY_ADDR" --game-session-urls "http://$SESSION_ADDR" & pids+=($!)
-"$TARGET/release/rating" --metrics-listen "${FRONTIER_RATING_METRICS:-127.0.0.1:9102}" & pids+=($!)
+"$TARGET/release/rating" --listen "$RATING_ADDR" --metrics-listen "${FRONTIER_RATING_METRICS:-127.0.0.1:9102}" & pids+=($!)
+"$TARGET/release/gateway" --listen "$GATEWAY_ADDR" --game-session-urls "http://$SESSION_ADDR" --rating-url "http://$RATING_ADDR" & pids+=($!)
 "$TARGET/release/clock" --game-session-urls "http://$SESSION_ADDR" --metrics-listen "${FRONTIER_CLOCK_METRICS:-127.0.0.1:9101}" & pids+=($!)
 
 for _ in $(seq 1 100); do (exec 3<>"/dev/tcp/${GATEWAY_ADDR%:*}/${GATEWAY_ADDR#*:}") 2>/dev/null && break; sleep 0.1; done
@@ -37,6 +41,7 @@ Frontier is running.
   WebSocket:  ws://$GATEWAY_ADDR/ws/v1
   HTTP API:   http://$GATEWAY_ADDR/api/guest  /api/register  /api/login
   game-session (gRPC, internal): http://$SESSION_ADDR
+  rating read API (gRPC, internal): http://$RATING_ADDR
   clock metrics:  http://${FRONTIER_CLOCK_METRICS:-127.0.0.1:9101}/metrics
   rating metrics: http://${FRONTIER_RATING_METRICS:-127.0.0.1:9102}/metrics
 Press Ctrl-C to stop.

@@ -7,6 +7,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         "frontier/games/v1/game.proto",
         "frontier/gamesession/v1/game_session.proto",
         "frontier/gamesession/storage/v1/stored_game.proto",
+        "frontier/rating/v1/rating.proto",
     ];
     for file in &files {
         println!("cargo:rerun-if-changed={}", root.join(file).display());

@@ -32,6 +32,14 @@ pub mod gamesession {
     }
 }
 
+/// `frontier.rating.v1`: the rating service's read API (ratings, games, PGN).
+pub mod rating {
+    /// Version 1.
+    pub mod v1 {
+        tonic::include_proto!("frontier.rating.v1");
+    }
+}
+
 /// `Debug` for the messages that hold secrets: public facts only, never the layout, the
 /// salt or a captured piece's identity (which are secret while the game is on).
 mod redacted {
@@ -109,4 +117,17 @@ pub fn game_session_client(
             endpoints.into_iter(),
         )),
     )
+}
+
+/// A client of the rating service's read API at this URL (connected lazily, on first use).
+pub fn rating_client(
+    url: &str,
+) -> Result<rating::v1::ratings_client::RatingsClient<tonic::transport::Channel>, String> {
+    let endpoint = tonic::transport::Endpoint::from_shared(url.to_owned())
+        .map_err(|e| format!("rating URL `{url}`: {e}"))?
+        .tcp_nodelay(true)
+        .connect_timeout(std::time::Duration::from_secs(3));
+    Ok(rating::v1::ratings_client::RatingsClient::new(
+        endpoint.connect_lazy(),
+    ))
 }

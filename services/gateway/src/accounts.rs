@@ -198,6 +198,11 @@ pub trait Accounts: Send + Sync + 'static {
         username: &str,
         password: &str,
     ) -> impl Future<Output = Result<Account, AccountError>> + Send;
+    /// The account with this id, if there is one (the dashboard's name and guest flag).
+    fn find(
+        &self,
+        id: PlayerId,
+    ) -> impl Future<Output = Result<Option<Account>, AccountError>> + Send;
 }
 
 /// Accounts in Postgres.
@@ -206,8 +211,9 @@ pub struct PgAccounts {
     pool: PgPool,
 }
 
-/// The migrations in `migrations/`, embedded at build time (no database needed to build).
-pub static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("../../migrations");
+/// The gateway's migrations (`migrations/gateway/`: accounts), embedded at build time (no
+/// database needed to build), tracked in sqlx's default table `_sqlx_migrations`.
+pub static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("../../migrations/gateway");
 
 impl PgAccounts {
     /// Uses this pool (run [`MIGRATOR`] first).
@@ -271,6 +277,15 @@ impl Accounts for PgAccounts {
             Err(AccountError::BadCredentials)
         }
     }
+
+    async fn find(&self, id: PlayerId) -> Result<Option<Account>, AccountError> {
+        let row: Option<(String, bool)> =
+            sqlx::query_as("SELECT username, guest FROM players WHERE id = $1")
+                .bind(id.0)
+                .fetch_optional(&self.pool)
+                .await?;
+        Ok(row.map(|(name, guest)| Account { id, name, guest }))
+    }
 }
 
 /// Accounts in memory (unit tests and the single-process mode).
@@ -314,6 +329,17 @@ impl Accounts for MemoryAccounts {
         } else {
             Err(AccountError::BadCredentials)
         }
+    }
+
+    /// Registered players only: guests are not kept in memory.
+    async fn find(&self, id: PlayerId) -> Result<Option<Account>, AccountError> {
+        Ok(self
+            .inner
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .values()
+            .find(|(account, _)| account.id == id)
+            .map(|(account, _)| account.clone()))
     }
 }
 

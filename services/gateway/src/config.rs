@@ -24,6 +24,10 @@ pub struct Config {
         default_value = "http://127.0.0.1:50051"
     )]
     pub game_session_urls: Vec<String>,
+    /// The rating service's read API (the dashboard and PGN), e.g. `http://127.0.0.1:50053`.
+    /// Without it the dashboard routes answer 503 `unavailable`.
+    #[arg(long, env = "FRONTIER_RATING_URL")]
+    pub rating_url: Option<String>,
     /// The public base URL of the site, for invite links.
     #[arg(
         long,

@@ -44,8 +44,9 @@ pub struct Settings {
 pub struct AppState<A> {
     /// Accounts.
     pub accounts: A,
-    /// Finished games and ratings (Postgres), for the dashboard API.
-    pub records: Option<sqlx::PgPool>,
+    /// The rating service's read API (finished games and ratings), for the dashboard
+    /// API; `None`: the dashboard answers 503 `unavailable`.
+    pub ratings: Option<records::RatingClient>,
     /// JWT keys.
     pub jwt: JwtKeys,
     /// game-session client.
@@ -60,8 +61,8 @@ pub struct AppState<A> {
     pub shutdown: Shutdown,
 }
 
-/// Builds the state from configuration: connects to Postgres (and migrates), NATS, and
-/// (lazily) game-session.
+/// Builds the state from configuration: connects to Postgres (and applies the gateway's
+/// own migrations: accounts), NATS, and (lazily) game-session and the rating service.
 pub async fn build(
     config: &Config,
     shutdown: Shutdown,
@@ -80,8 +81,13 @@ pub async fn build(
     let jwt = JwtKeys::new(config.jwt.jwt_secret.as_bytes(), config.jwt.jwt_ttl)
         .map_err(anyhow::Error::msg)?;
     Ok(Arc::new(AppState {
-        accounts: PgAccounts::new(pool.clone()),
-        records: Some(pool),
+        accounts: PgAccounts::new(pool),
+        ratings: config
+            .rating_url
+            .as_deref()
+            .map(frontier_proto::rating_client)
+            .transpose()
+            .map_err(anyhow::Error::msg)?,
         jwt,
         sessions: sessions::connect(&config.game_session_urls)?,
         hub: Hub::new(Box::new(hub::NatsSource(nats)), 1024),

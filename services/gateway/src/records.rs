@@ -1,29 +1,35 @@
-//! The dashboard API over finished games and ratings (written by the rating service):
-//! players, their games (cursor paging), rating history, the leaderboard, game records and
-//! PGN. Only finished games are in Postgres, so a live hidden game's record is never served.
+//! The dashboard API (players, their games with cursor paging, rating history, the
+//! leaderboard, game records and PGN) over the rating service's read API: the rating
+//! service owns finished games and ratings, the gateway owns accounts. A player's name and
+//! guest flag come from the gateway's own accounts; everything else from the rating
+//! service, turned into the JSON of `docs/protocol.md` here. Only finished games are
+//! recorded, so a live hidden game's record is never served.
 
 use std::sync::Arc;
 
 use axum::extract::{Path, Query, State};
 use axum::http::{StatusCode, header};
 use axum::response::IntoResponse;
-use frontier_glicko2::{PERIOD_HOURS, Rating};
+use frontier_platform::PlayerId;
+use frontier_platform::convert::{variant_from_name, variant_from_proto, variant_to_proto};
+use frontier_platform::grpc::refusal_code;
+use frontier_proto::games::v1 as games;
+use frontier_proto::rating::v1 as pb;
 use frontier_protocol::ErrorCode;
-use frontier_rules::{Game, Layout, Position, Shuffle, Variant};
 use serde::Deserialize;
 use serde_json::{Value, json};
-use sqlx::PgPool;
-use time::OffsetDateTime;
+use tonic::transport::Channel;
 use uuid::Uuid;
 
 use crate::AppState;
 use crate::accounts::Accounts;
 use crate::http::ApiError;
 
-const VARIANTS: [&str; 3] = ["standard", "hidden", "atomic"];
+/// A client of the rating service's read API.
+pub type RatingClient = pb::ratings_client::RatingsClient<Channel>;
 
-fn pool<A>(state: &AppState<A>) -> Result<&PgPool, ApiError> {
-    state.records.as_ref().ok_or_else(|| {
+fn client<A>(state: &AppState<A>) -> Result<RatingClient, ApiError> {
+    state.ratings.clone().ok_or_else(|| {
         ApiError::new(
             StatusCode::SERVICE_UNAVAILABLE,
             ErrorCode::Unavailable,
@@ -36,44 +42,73 @@ fn bad(message: impl Into<String>) -> ApiError {
     ApiError::new(StatusCode::BAD_REQUEST, ErrorCode::BadField, message)
 }
 
-fn db(e: sqlx::Error) -> ApiError {
-    tracing::error!(error = %e, "records query failed");
-    ApiError::new(
-        StatusCode::SERVICE_UNAVAILABLE,
-        ErrorCode::Unavailable,
-        "records are unavailable; try again",
-    )
+/// A failed call to the rating service, by the client error code its status carries.
+fn from_status(status: tonic::Status) -> ApiError {
+    match refusal_code(&status) {
+        Some(ErrorCode::BadField) => bad(status.message()),
+        Some(ErrorCode::PlayerNotFound) => ApiError::new(
+            StatusCode::NOT_FOUND,
+            ErrorCode::PlayerNotFound,
+            "no such player",
+        ),
+        Some(ErrorCode::GameNotFound) => ApiError::new(
+            StatusCode::NOT_FOUND,
+            ErrorCode::GameNotFound,
+            "no finished game has that id",
+        ),
+        Some(ErrorCode::Internal) => ApiError::new(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            ErrorCode::Internal,
+            "could not render the game",
+        ),
+        // Unavailable, or no answer at all (the service is down or unreachable).
+        _ => {
+            tracing::error!(code = ?status.code(), error = %status.message(), "rating service call failed");
+            ApiError::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                ErrorCode::Unavailable,
+                "records are unavailable; try again",
+            )
+        }
+    }
 }
 
-fn uuid(s: &str, what: ErrorCode) -> Result<Uuid, ApiError> {
-    Uuid::parse_str(s).map_err(|_| ApiError::new(StatusCode::NOT_FOUND, what, "no such id"))
+fn player_id(s: &str) -> Result<Uuid, ApiError> {
+    Uuid::parse_str(s).map_err(|_| {
+        ApiError::new(
+            StatusCode::NOT_FOUND,
+            ErrorCode::PlayerNotFound,
+            "no such id",
+        )
+    })
 }
 
-fn variant(v: Option<&str>, required: bool) -> Result<Option<&'static str>, ApiError> {
+fn variant_name(v: i32) -> &'static str {
+    variant_from_proto(v).map_or("unknown", |v| v.name())
+}
+
+/// The `variant` query value (absent: unspecified; whether it is required is the rating
+/// service's to say).
+fn variant(v: Option<&str>) -> Result<games::Variant, ApiError> {
     match v {
-        None if required => Err(bad("variant is required: standard, hidden or atomic")),
-        None => Ok(None),
-        Some(v) => VARIANTS
-            .into_iter()
-            .find(|x| *x == v)
-            .map(Some)
+        None => Ok(games::Variant::Unspecified),
+        Some(name) => variant_from_name(name)
+            .map(variant_to_proto)
             .ok_or_else(|| bad("variant is standard, hidden or atomic")),
     }
 }
 
-fn limit(l: Option<&str>, default: i64) -> Result<i64, ApiError> {
-    match l {
-        None => Ok(default),
-        Some(s) => s
-            .parse::<i64>()
-            .ok()
-            .filter(|n| (1..=100).contains(n))
-            .ok_or_else(|| bad("limit is a number from 1 to 100")),
-    }
+/// The `limit` query value as a number (its range is the rating service's to check).
+fn limit(l: Option<&str>) -> Result<Option<u32>, ApiError> {
+    l.map(|s| {
+        s.parse::<u32>()
+            .map_err(|_| bad("limit is a number from 1 to 100"))
+    })
+    .transpose()
 }
 
-fn ms(t: OffsetDateTime) -> i64 {
-    (t.unix_timestamp_nanos() / 1_000_000) as i64
+fn round2(x: f64) -> f64 {
+    (x * 100.0).round() / 100.0
 }
 
 /// Query parameters, all optional and checked by hand (so a bad value is a clear 400).
@@ -89,101 +124,47 @@ pub async fn player<A: Accounts>(
     State(state): State<Arc<AppState<A>>>,
     Path(id): Path<String>,
 ) -> Result<impl IntoResponse, ApiError> {
-    let pool = pool(&state)?;
-    let id = uuid(&id, ErrorCode::PlayerNotFound)?;
-    let account: Option<(String, bool)> =
-        sqlx::query_as("SELECT username, guest FROM players WHERE id = $1")
-            .bind(id)
-            .fetch_optional(pool)
-            .await
-            .map_err(db)?;
-    let Some((name, guest)) = account else {
+    let mut ratings = client(&state)?;
+    let id = player_id(&id)?;
+    let request = pb::GetPlayerRequest {
+        player_id: id.to_string(),
+    };
+    let (account, summary) = tokio::join!(
+        state.accounts.find(PlayerId(id)),
+        ratings.get_player(request)
+    );
+    let Some(account) = account? else {
         return Err(ApiError::new(
             StatusCode::NOT_FOUND,
             ErrorCode::PlayerNotFound,
             "no such player",
         ));
     };
-    let ratings: Vec<(String, f64, f64, f64, Option<OffsetDateTime>)> = sqlx::query_as(
-        "SELECT variant, rating, rd, volatility, last_rated_at FROM ratings WHERE player_id = $1",
-    )
-    .bind(id)
-    .fetch_all(pool)
-    .await
-    .map_err(db)?;
-    let counts: Vec<(String, i64, i64, i64, i64)> = sqlx::query_as(
-        "SELECT variant,
-            count(*) FILTER (WHERE result <> 'aborted'),
-            count(*) FILTER (WHERE (result = 'white' AND white_id = $1) OR (result = 'black' AND black_id = $1)),
-            count(*) FILTER (WHERE result = 'draw'),
-            count(*) FILTER (WHERE (result = 'white' AND black_id = $1) OR (result = 'black' AND white_id = $1))
-         FROM games WHERE white_id = $1 OR black_id = $1 GROUP BY variant",
-    )
-    .bind(id)
-    .fetch_all(pool)
-    .await
-    .map_err(db)?;
-    let now = OffsetDateTime::now_utc();
+    let summary = summary.map_err(from_status)?.into_inner();
     let mut variants = serde_json::Map::new();
-    for v in VARIANTS {
-        let r = ratings.iter().find(|r| r.0 == v);
-        // RD as of now: it grows with the time since the last rated game.
-        let rating = match r {
-            Some((_, rating, rd, volatility, last)) => {
-                let idle_hours = last.map_or(0.0, |l| (now - l).as_seconds_f64().max(0.0) / 3600.0);
-                Rating {
-                    rating: *rating,
-                    rd: *rd,
-                    volatility: *volatility,
-                }
-                .after_inactivity(idle_hours / PERIOD_HOURS)
-            }
-            None => frontier_glicko2::INITIAL,
-        };
-        let c = counts.iter().find(|c| c.0 == v);
+    for r in summary.ratings {
         variants.insert(
-            v.to_owned(),
+            variant_name(r.variant).to_owned(),
             json!({
-                "rating": (rating.rating * 100.0).round() / 100.0,
-                "rd": (rating.rd * 100.0).round() / 100.0,
-                "provisional": rating.is_provisional(),
-                "games": c.map_or(0, |c| c.1),
-                "wins": c.map_or(0, |c| c.2),
-                "draws": c.map_or(0, |c| c.3),
-                "losses": c.map_or(0, |c| c.4),
+                "rating": round2(r.rating),
+                "rd": round2(r.rd),
+                "provisional": r.provisional,
+                "games": r.games,
+                "wins": r.wins,
+                "draws": r.draws,
+                "losses": r.losses,
             }),
         );
     }
     Ok(axum::Json(
-        json!({"id": id, "name": name, "guest": guest, "ratings": variants}),
+        json!({"id": id, "name": account.name, "guest": account.guest, "ratings": variants}),
     ))
 }
 
-fn parse_cursor(s: &str) -> Result<(OffsetDateTime, Uuid), ApiError> {
-    let (t, id) = s
-        .split_once('_')
-        .ok_or_else(|| bad("before is a cursor from a previous page"))?;
-    let t: i64 = t
-        .parse()
-        .map_err(|_| bad("before is a cursor from a previous page"))?;
-    let id = Uuid::parse_str(id).map_err(|_| bad("before is a cursor from a previous page"))?;
-    let at = OffsetDateTime::from_unix_timestamp_nanos(i128::from(t) * 1_000_000)
-        .map_err(|_| bad("before is a cursor from a previous page"))?;
-    Ok((at, id))
+fn side(p: Option<games::Player>) -> Value {
+    let p = p.unwrap_or_default();
+    json!({"id": p.id, "name": p.name})
 }
-
-type GameRow = (
-    Uuid,
-    String,
-    bool,
-    Uuid,
-    String,
-    Uuid,
-    String,
-    String,
-    String,
-    OffsetDateTime,
-);
 
 /// `GET /api/players/{id}/games?variant=&before=&limit=`: newest first.
 pub async fn player_games<A: Accounts>(
@@ -191,56 +172,36 @@ pub async fn player_games<A: Accounts>(
     Path(id): Path<String>,
     Query(p): Query<Params>,
 ) -> Result<impl IntoResponse, ApiError> {
-    let pool = pool(&state)?;
-    let id = uuid(&id, ErrorCode::PlayerNotFound)?;
-    let variant = variant(p.variant.as_deref(), false)?;
-    let limit = limit(p.limit.as_deref(), 20)?;
-    let (before_at, before_id) = match p.before.as_deref() {
-        Some(c) => parse_cursor(c)?,
-        None => (
-            OffsetDateTime::now_utc() + time::Duration::days(3650),
-            Uuid::max(),
-        ),
+    let mut ratings = client(&state)?;
+    let id = player_id(&id)?;
+    let request = pb::ListPlayerGamesRequest {
+        player_id: id.to_string(),
+        variant: variant(p.variant.as_deref())?.into(),
+        before: p.before,
+        limit: limit(p.limit.as_deref())?,
     };
-    // One row more than the page: whether it exists says whether there is a next page.
-    let mut rows: Vec<GameRow> = sqlx::query_as(
-        "SELECT id, variant, rated, white_id, white_name, black_id, black_name, result, outcome, ended_at
-         FROM games
-         WHERE (white_id = $1 OR black_id = $1)
-           AND ($2::text IS NULL OR variant = $2)
-           AND (ended_at, id) < ($3, $4)
-         ORDER BY ended_at DESC, id DESC
-         LIMIT $5",
-    )
-    .bind(id)
-    .bind(variant)
-    .bind(before_at)
-    .bind(before_id)
-    .bind(limit + 1)
-    .fetch_all(pool)
-    .await
-    .map_err(db)?;
-    let more = rows.len() as i64 > limit;
-    rows.truncate(usize::try_from(limit).unwrap_or(0));
-    let next = more
-        .then(|| rows.last().map(|r| format!("{}_{}", ms(r.9), r.0)))
-        .flatten();
-    let games: Vec<Value> = rows
-        .iter()
-        .map(|r| {
+    let page = ratings
+        .list_player_games(request)
+        .await
+        .map_err(from_status)?
+        .into_inner();
+    let games: Vec<Value> = page
+        .games
+        .into_iter()
+        .map(|g| {
             json!({
-                "id": r.0, "variant": r.1, "rated": r.2,
-                "white": {"id": r.3, "name": r.4}, "black": {"id": r.5, "name": r.6},
-                "result": r.7, "outcome": r.8, "ended_at": ms(r.9),
+                "id": g.game_id, "variant": variant_name(g.variant), "rated": g.rated,
+                "white": side(g.white), "black": side(g.black),
+                "result": g.result, "outcome": g.outcome, "ended_at": g.ended_at_ms,
             })
         })
         .collect();
     // `next` is absent on the last page.
-    let mut page = json!({ "games": games });
-    if let Some(next) = next {
-        page["next"] = Value::String(next);
+    let mut body = json!({ "games": games });
+    if let Some(next) = page.next {
+        body["next"] = Value::String(next);
     }
-    Ok(axum::Json(page))
+    Ok(axum::Json(body))
 }
 
 /// `GET /api/players/{id}/rating-history?variant=`.
@@ -249,22 +210,26 @@ pub async fn rating_history<A: Accounts>(
     Path(id): Path<String>,
     Query(p): Query<Params>,
 ) -> Result<impl IntoResponse, ApiError> {
-    let pool = pool(&state)?;
-    let id = uuid(&id, ErrorCode::PlayerNotFound)?;
-    let variant = variant(p.variant.as_deref(), true)?;
-    let rows: Vec<(Uuid, f64, f64, OffsetDateTime)> = sqlx::query_as(
-        "SELECT game_id, rating, rd, at FROM rating_history WHERE player_id = $1 AND variant = $2 ORDER BY at, game_id",
-    )
-    .bind(id)
-    .bind(variant)
-    .fetch_all(pool)
-    .await
-    .map_err(db)?;
-    let points: Vec<Value> = rows
-        .iter()
-        .map(|r| json!({"game_id": r.0, "rating": r.1, "rd": r.2, "provisional": r.2 > frontier_glicko2::PROVISIONAL_RD, "at": ms(r.3)}))
+    let mut ratings = client(&state)?;
+    let id = player_id(&id)?;
+    let variant = variant(p.variant.as_deref())?;
+    let request = pb::RatingHistoryRequest {
+        player_id: id.to_string(),
+        variant: variant.into(),
+    };
+    let history = ratings
+        .rating_history(request)
+        .await
+        .map_err(from_status)?
+        .into_inner();
+    let points: Vec<Value> = history
+        .points
+        .into_iter()
+        .map(|r| json!({"game_id": r.game_id, "rating": r.rating, "rd": r.rd, "provisional": r.provisional, "at": r.at_ms}))
         .collect();
-    Ok(axum::Json(json!({"variant": variant, "points": points})))
+    Ok(axum::Json(
+        json!({"variant": variant_name(variant.into()), "points": points}),
+    ))
 }
 
 /// `GET /api/leaderboard?variant=&limit=`: registered, non-provisional players.
@@ -272,75 +237,67 @@ pub async fn leaderboard<A: Accounts>(
     State(state): State<Arc<AppState<A>>>,
     Query(p): Query<Params>,
 ) -> Result<impl IntoResponse, ApiError> {
-    let pool = pool(&state)?;
-    let variant = variant(p.variant.as_deref(), true)?;
-    let limit = limit(p.limit.as_deref(), 50)?;
-    let rows: Vec<(Uuid, String, f64, f64, i32)> = sqlx::query_as(
-        "SELECT r.player_id, p.username, r.rating, r.rd, r.rated_games
-         FROM ratings r JOIN players p ON p.id = r.player_id
-         WHERE r.variant = $1 AND NOT p.guest AND r.rd <= $2
-         ORDER BY r.rating DESC, r.player_id LIMIT $3",
-    )
-    .bind(variant)
-    .bind(frontier_glicko2::PROVISIONAL_RD)
-    .bind(limit)
-    .fetch_all(pool)
-    .await
-    .map_err(db)?;
-    let players: Vec<Value> = rows
-        .iter()
-        .map(|r| json!({"id": r.0, "name": r.1, "rating": r.2, "rd": r.3, "provisional": false, "rated_games": r.4}))
+    let mut ratings = client(&state)?;
+    let variant = variant(p.variant.as_deref())?;
+    let request = pb::LeaderboardRequest {
+        variant: variant.into(),
+        limit: limit(p.limit.as_deref())?,
+    };
+    let board = ratings
+        .leaderboard(request)
+        .await
+        .map_err(from_status)?
+        .into_inner();
+    let players: Vec<Value> = board
+        .players
+        .into_iter()
+        .map(|r| json!({"id": r.player_id, "name": r.name, "rating": r.rating, "rd": r.rd, "provisional": false, "rated_games": r.rated_games}))
         .collect();
-    Ok(axum::Json(json!({"variant": variant, "players": players})))
+    Ok(axum::Json(
+        json!({"variant": variant_name(variant.into()), "players": players}),
+    ))
 }
 
-async fn load_record(pool: &PgPool, id: &str) -> Result<Value, ApiError> {
-    let id = uuid(id, ErrorCode::GameNotFound)?;
-    let row = sqlx::query(
-        "SELECT id, variant, rated, initial_seconds, increment_seconds, white_id, white_name, white_guest, white_bot,
-            black_id, black_name, black_guest, black_bot, result, outcome, moves, created_at, started_at, ended_at,
-            start_fen, final_fen, initial_layout, salt, commitment
-         FROM games WHERE id = $1",
-    )
-    .bind(id)
-    .fetch_optional(pool)
-    .await
-    .map_err(db)?
-    .ok_or_else(|| ApiError::new(StatusCode::NOT_FOUND, ErrorCode::GameNotFound, "no finished game has that id"))?;
-    use sqlx::Row as _;
-    let get = |e: sqlx::Error| db(e);
-    let initial: Option<i32> = row.try_get("initial_seconds").map_err(get)?;
-    let increment: Option<i32> = row.try_get("increment_seconds").map_err(get)?;
-    let moves: sqlx::types::Json<Value> = row.try_get("moves").map_err(get)?;
-    Ok(json!({
-        "id": row.try_get::<Uuid, _>("id").map_err(get)?,
-        "variant": row.try_get::<String, _>("variant").map_err(get)?,
-        "rated": row.try_get::<bool, _>("rated").map_err(get)?,
-        "clock": initial.map(|i| json!({"minutes": i / 60, "increment": increment.unwrap_or(0)})),
-        "white": {
-            "id": row.try_get::<Uuid, _>("white_id").map_err(get)?,
-            "name": row.try_get::<String, _>("white_name").map_err(get)?,
-            "guest": row.try_get::<bool, _>("white_guest").map_err(get)?,
-            "bot": row.try_get::<bool, _>("white_bot").map_err(get)?,
-        },
-        "black": {
-            "id": row.try_get::<Uuid, _>("black_id").map_err(get)?,
-            "name": row.try_get::<String, _>("black_name").map_err(get)?,
-            "guest": row.try_get::<bool, _>("black_guest").map_err(get)?,
-            "bot": row.try_get::<bool, _>("black_bot").map_err(get)?,
-        },
-        "result": row.try_get::<String, _>("result").map_err(get)?,
-        "outcome": row.try_get::<String, _>("outcome").map_err(get)?,
-        "moves": moves.0,
-        "created_at": ms(row.try_get("created_at").map_err(get)?),
-        "started_at": ms(row.try_get("started_at").map_err(get)?),
-        "ended_at": ms(row.try_get("ended_at").map_err(get)?),
-        "start_fen": row.try_get::<String, _>("start_fen").map_err(get)?,
-        "final_fen": row.try_get::<String, _>("final_fen").map_err(get)?,
-        "initial_layout": row.try_get::<String, _>("initial_layout").map_err(get)?,
-        "salt": row.try_get::<String, _>("salt").map_err(get)?,
-        "commitment": row.try_get::<String, _>("commitment").map_err(get)?,
-    }))
+fn player_json(p: Option<games::Player>) -> Value {
+    let p = p.unwrap_or_default();
+    json!({"id": p.id, "name": p.name, "guest": p.guest, "bot": p.bot})
+}
+
+/// The record's JSON (`docs/protocol.md`, Dashboard).
+fn record_json(g: games::FinishedGame) -> Value {
+    let moves: Vec<Value> = g
+        .moves
+        .iter()
+        .map(|m| {
+            json!({
+                "ply": m.ply, "uci": m.uci,
+                "reveal_square": m.reveal_square, "reveal_role": m.reveal_role,
+                "captured_square": m.captured_square, "captured_role": m.captured_role,
+                "captured_was_hidden": m.captured_was_hidden,
+                "captured_identity": m.captured_identity, "at_ms": m.at_ms,
+                "clock_ms": m.clock_ms,
+            })
+        })
+        .collect();
+    json!({
+        "id": g.game_id,
+        "variant": variant_name(g.variant),
+        "rated": g.rated,
+        "clock": g.time_control.map(|t| json!({"minutes": t.initial_seconds / 60, "increment": t.increment_seconds})),
+        "white": player_json(g.white),
+        "black": player_json(g.black),
+        "result": g.result,
+        "outcome": g.outcome,
+        "moves": moves,
+        "created_at": g.created_at_ms,
+        "started_at": g.started_at_ms,
+        "ended_at": g.ended_at_ms,
+        "start_fen": g.start_fen,
+        "final_fen": g.final_fen,
+        "initial_layout": g.initial_layout,
+        "salt": g.salt,
+        "commitment": g.commitment,
+    })
 }
 
 /// `GET /api/games/{id}`: a finished game's record.
@@ -348,8 +305,13 @@ pub async fn game<A: Accounts>(
     State(state): State<Arc<AppState<A>>>,
     Path(id): Path<String>,
 ) -> Result<impl IntoResponse, ApiError> {
-    let pool = pool(&state)?;
-    Ok(axum::Json(load_record(pool, &id).await?))
+    let mut ratings = client(&state)?;
+    let record = ratings
+        .get_game(pb::GetGameRequest { game_id: id })
+        .await
+        .map_err(from_status)?
+        .into_inner();
+    Ok(axum::Json(record_json(record)))
 }
 
 /// `GET /api/games/{id}/pgn`.
@@ -357,188 +319,17 @@ pub async fn pgn<A: Accounts>(
     State(state): State<Arc<AppState<A>>>,
     Path(id): Path<String>,
 ) -> Result<impl IntoResponse, ApiError> {
-    let pool = pool(&state)?;
-    let record = load_record(pool, &id).await?;
-    let text = render_pgn(&record).map_err(|e| {
-        tracing::error!(error = %e, "a stored game does not replay");
-        ApiError::new(
-            StatusCode::INTERNAL_SERVER_ERROR,
-            ErrorCode::Internal,
-            "could not render the game",
-        )
-    })?;
+    let mut ratings = client(&state)?;
+    let pgn = ratings
+        .get_pgn(pb::GetGameRequest { game_id: id })
+        .await
+        .map_err(from_status)?
+        .into_inner();
     Ok((
         [(
             header::CONTENT_TYPE,
             "application/x-chess-pgn; charset=utf-8",
         )],
-        text,
+        pgn.text,
     ))
-}
-
-fn tag(out: &mut String, name: &str, value: &str) {
-    let escaped = value.replace('\\', "\\\\").replace('"', "\\\"");
-    out.push_str(&format!("[{name} \"{escaped}\"]\n"));
-}
-
-/// Renders a record as PGN: the seven-tag roster, `Variant`, `TimeControl`, the start FEN
-/// when it is not the usual one, and for hidden chess `Layout`, `Salt` and `Commitment`;
-/// moves in SAN (a hidden piece as the piece it looked like) with comments for reveals and
-/// captured identities.
-pub fn render_pgn(r: &Value) -> Result<String, String> {
-    let variant: Variant = r["variant"]
-        .as_str()
-        .unwrap_or_default()
-        .parse()
-        .map_err(|e| format!("{e}"))?;
-    let start_fen = r["start_fen"].as_str().unwrap_or_default();
-    let mut game = match variant {
-        Variant::Hidden => {
-            let layout = Layout::from_canonical(r["initial_layout"].as_str().unwrap_or_default())
-                .map_err(|e| e.to_string())?;
-            let mut salt = [0u8; 32];
-            hex::decode_to_slice(r["salt"].as_str().unwrap_or_default(), &mut salt)
-                .map_err(|e| e.to_string())?;
-            Game::new_hidden(Shuffle::new(layout, salt))
-        }
-        v => Game::from_position(Position::from_fen(v, start_fen).map_err(|e| e.to_string())?),
-    };
-    let result = match r["result"].as_str() {
-        Some("white") => "1-0",
-        Some("black") => "0-1",
-        Some("draw") => "1/2-1/2",
-        _ => "*",
-    };
-    let ended = OffsetDateTime::from_unix_timestamp_nanos(
-        i128::from(r["ended_at"].as_i64().unwrap_or(0)) * 1_000_000,
-    )
-    .unwrap_or(OffsetDateTime::UNIX_EPOCH);
-    let mut out = String::new();
-    tag(
-        &mut out,
-        "Event",
-        if r["rated"] == true {
-            "Rated game"
-        } else {
-            "Casual game"
-        },
-    );
-    tag(&mut out, "Site", "Frontier");
-    tag(
-        &mut out,
-        "Date",
-        &format!(
-            "{:04}.{:02}.{:02}",
-            ended.year(),
-            u8::from(ended.month()),
-            ended.day()
-        ),
-    );
-    tag(&mut out, "Round", "-");
-    tag(
-        &mut out,
-        "White",
-        r["white"]["name"].as_str().unwrap_or("?"),
-    );
-    tag(
-        &mut out,
-        "Black",
-        r["black"]["name"].as_str().unwrap_or("?"),
-    );
-    tag(&mut out, "Result", result);
-    tag(&mut out, "GameId", r["id"].as_str().unwrap_or_default());
-    tag(
-        &mut out,
-        "Variant",
-        match variant {
-            Variant::Standard => "Standard",
-            Variant::Hidden => "Hidden",
-            Variant::Atomic => "Atomic",
-        },
-    );
-    let tc = match r["clock"].as_object() {
-        Some(c) => format!(
-            "{}+{}",
-            c["minutes"].as_i64().unwrap_or(0) * 60,
-            c["increment"].as_i64().unwrap_or(0)
-        ),
-        None => "-".to_owned(),
-    };
-    tag(&mut out, "TimeControl", &tc);
-    tag(
-        &mut out,
-        "Termination",
-        r["outcome"].as_str().unwrap_or_default(),
-    );
-    if variant != Variant::Hidden && start_fen != Position::new(variant).fen() {
-        tag(&mut out, "SetUp", "1");
-        tag(&mut out, "FEN", start_fen);
-    }
-    if variant == Variant::Hidden {
-        tag(
-            &mut out,
-            "Layout",
-            r["initial_layout"].as_str().unwrap_or_default(),
-        );
-        tag(&mut out, "Salt", r["salt"].as_str().unwrap_or_default());
-        tag(
-            &mut out,
-            "Commitment",
-            r["commitment"].as_str().unwrap_or_default(),
-        );
-    }
-    out.push('\n');
-    let mut movetext = Vec::new();
-    for (i, m) in r["moves"]
-        .as_array()
-        .cloned()
-        .unwrap_or_default()
-        .iter()
-        .enumerate()
-    {
-        let uci = m["uci"].as_str().unwrap_or_default();
-        let before = *game.position();
-        let mv = before
-            .parse_uci(uci)
-            .map_err(|e| format!("move {}: {e}", i + 1))?;
-        let san = frontier_rules::san(&before, &mv);
-        game.play(&mv).map_err(|e| format!("move {}: {e}", i + 1))?;
-        let suffix = frontier_rules::san_suffix(game.position());
-        if before.turn() == frontier_rules::Color::White {
-            movetext.push(format!("{}.", before.fullmoves()));
-        } else if i == 0 {
-            movetext.push(format!("{}...", before.fullmoves()));
-        }
-        movetext.push(format!("{san}{suffix}"));
-        let mut notes = Vec::new();
-        if let Some(role) = m["reveal_role"].as_str().filter(|s| !s.is_empty()) {
-            notes.push(format!(
-                "reveals {role} on {}",
-                m["reveal_square"].as_str().unwrap_or("?")
-            ));
-        }
-        if let Some(id) = m["captured_identity"].as_str().filter(|s| !s.is_empty()) {
-            notes.push(format!("captured a hidden {id}"));
-        }
-        if !notes.is_empty() {
-            movetext.push(format!("{{{}}}", notes.join("; ")));
-        }
-    }
-    movetext.push(result.to_owned());
-    // Lines of at most 80 characters.
-    let mut line = String::new();
-    for token in movetext {
-        if !line.is_empty() && line.len() + 1 + token.len() > 80 {
-            out.push_str(&line);
-            out.push('\n');
-            line.clear();
-        }
-        if !line.is_empty() {
-            line.push(' ');
-        }
-        line.push_str(&token);
-    }
-    out.push_str(&line);
-    out.push('\n');
-    Ok(out)
 }

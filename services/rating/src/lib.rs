@@ -1,38 +1,58 @@
-//! The rating service: consumes finished games from the JetStream stream with a durable
-//! consumer, and for each one, in **one Postgres transaction**, stores the game record and
-//! — for a rated game between registered players — updates both players' Glicko-2 ratings
-//! in that variant and appends to their rating history. The message is acknowledged only
-//! after the commit.
+//! The rating service. It owns the finished games, the Glicko-2 ratings and the rating
+//! history (no other service reads its tables), fills them from the JetStream stream of
+//! finished games with a durable consumer, and serves them through its gRPC read API
+//! (`frontier.rating.v1.Ratings`: the dashboard and PGN).
 //!
-//! Exactly once in effect: the game id is the primary key of the record, so a game
-//! delivered twice (or redelivered after a crash between commit and ack) inserts nothing
-//! and rates nothing the second time. Concurrent games of one player on several instances
-//! serialise on row locks (`SELECT … FOR UPDATE` on the rating rows, in player-id order, so
-//! they cannot deadlock): no lost update.
+//! Exactly once in effect: a game id stored before changes nothing, so a game delivered
+//! twice (or redelivered after a crash between storing and the ack) is filed and rated
+//! once. Storage sits behind [`RatingStore`]: [`PgStore`] (one Postgres transaction per
+//! game, rating rows locked in player-id order, so concurrent games of one player on
+//! several instances lose no update) and [`MemoryStore`]; both rate with the same code
+//! ([`model::rate_pair`]).
+//!
+//! Modules: `model` (checked games, rating maths, read rows), `store` (the trait), `pg`,
+//! `memory`, `queries` (the reads, transport-free), `pgn`, `grpc` (the one place errors
+//! become statuses); the consumer and `run` are here.
 
+pub mod grpc;
+pub mod memory;
+pub mod model;
+pub mod pg;
+pub mod pgn;
+pub mod queries;
+pub mod store;
+
+use std::net::SocketAddr;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use anyhow::Context as _;
 use async_nats::jetstream::{self, consumer::pull};
-use frontier_glicko2::{INITIAL, Rating, Score, rate_game};
 use frontier_platform::config::{NamespaceArgs, NatsArgs, PostgresArgs};
+use frontier_platform::time::SystemClock;
 use frontier_platform::{Namespace, Shutdown};
 use frontier_proto::games::v1 as games;
 use futures_util::StreamExt as _;
 use prost::Message as _;
-use sqlx::PgPool;
-use time::OffsetDateTime;
-use uuid::Uuid;
+use tokio::net::TcpListener;
 
-/// The migrations in `migrations/` (shared with the gateway; applying twice is a no-op).
-pub static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("../../migrations");
+pub use memory::MemoryStore;
+pub use model::{RecordError, Recorded};
+pub use pg::{MIGRATOR, PgStore};
+pub use store::RatingStore;
 
 /// rating: finished games into Postgres, ratings exactly once.
 #[derive(Debug, Clone, clap::Parser)]
 #[command(name = "rating", version)]
 pub struct Config {
+    /// Address the gRPC read API listens on.
+    #[arg(
+        long,
+        env = "FRONTIER_RATING_LISTEN",
+        default_value = "127.0.0.1:50053"
+    )]
+    pub listen: SocketAddr,
     /// NATS.
     #[command(flatten)]
     pub nats: NatsArgs,
@@ -62,249 +82,12 @@ pub struct Config {
     pub retry_cap: Duration,
     /// Where to serve Prometheus metrics (`/metrics`).
     #[arg(long, env = "FRONTIER_RATING_METRICS")]
-    pub metrics_listen: Option<std::net::SocketAddr>,
+    pub metrics_listen: Option<SocketAddr>,
     /// TEST ONLY: right after committing a game, before acknowledging it, print
     /// `COMMITTED <game id>` on standard output and stop (hang) there, so a test can kill
     /// the process at exactly that point.
     #[arg(long, env = "FRONTIER_TEST_HANG_AFTER_COMMIT", hide = true)]
     pub test_hang_after_commit: bool,
-}
-
-/// Why a finished game could not be recorded.
-#[derive(Debug)]
-pub enum RecordError {
-    /// The record is not one the service can ever accept (missing player, bad id, unknown
-    /// variant or result, a value the database's constraints refuse): retrying cannot help.
-    Invalid(String),
-    /// Storage failed (Postgres unreachable, a connection lost, a timeout): worth retrying.
-    Storage(sqlx::Error),
-}
-
-impl std::fmt::Display for RecordError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            RecordError::Invalid(why) => write!(f, "invalid record: {why}"),
-            RecordError::Storage(e) => write!(f, "storage: {e}"),
-        }
-    }
-}
-
-impl std::error::Error for RecordError {}
-
-impl From<sqlx::Error> for RecordError {
-    fn from(e: sqlx::Error) -> Self {
-        // SQLSTATE classes 22 (data exception) and 23 (integrity constraint violation)
-        // depend on the record alone: the same record fails the same way every time.
-        if let sqlx::Error::Database(db) = &e
-            && let Some(code) = db.code()
-            && (code.starts_with("22") || code.starts_with("23"))
-        {
-            return RecordError::Invalid(db.message().to_owned());
-        }
-        RecordError::Storage(e)
-    }
-}
-
-fn invalid(what: &str) -> RecordError {
-    RecordError::Invalid(what.to_owned())
-}
-
-/// What happened to one finished game.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Recorded {
-    /// Stored (and rated, if it was rated).
-    Stored {
-        /// Ratings changed.
-        rated: bool,
-    },
-    /// Already stored: nothing changed.
-    Duplicate,
-}
-
-fn variant_name(v: i32) -> Option<&'static str> {
-    match games::Variant::try_from(v).ok()? {
-        games::Variant::Standard => Some("standard"),
-        games::Variant::Hidden => Some("hidden"),
-        games::Variant::Atomic => Some("atomic"),
-        games::Variant::Unspecified => None,
-    }
-}
-
-fn at(ms: i64) -> OffsetDateTime {
-    OffsetDateTime::from_unix_timestamp_nanos(i128::from(ms) * 1_000_000)
-        .unwrap_or(OffsetDateTime::UNIX_EPOCH)
-}
-
-fn moves_json(game: &games::FinishedGame) -> serde_json::Value {
-    serde_json::Value::Array(
-        game.moves
-            .iter()
-            .map(|m| {
-                serde_json::json!({
-                    "ply": m.ply, "uci": m.uci,
-                    "reveal_square": m.reveal_square, "reveal_role": m.reveal_role,
-                    "captured_square": m.captured_square, "captured_role": m.captured_role,
-                    "captured_was_hidden": m.captured_was_hidden,
-                    "captured_identity": m.captured_identity, "at_ms": m.at_ms,
-                    "clock_ms": m.clock_ms,
-                })
-            })
-            .collect(),
-    )
-}
-
-/// Stores one finished game and rates it, in one transaction.
-/// A record that fails validation, or whose values the database refuses, is
-/// [`RecordError::Invalid`]; anything else that fails is [`RecordError::Storage`].
-pub async fn record_game(
-    pool: &PgPool,
-    game: &games::FinishedGame,
-) -> Result<Recorded, RecordError> {
-    let id = Uuid::parse_str(&game.game_id).map_err(|_| invalid("game id is not a UUID"))?;
-    let variant = variant_name(game.variant).ok_or_else(|| invalid("unknown variant"))?;
-    let (Some(white), Some(black)) = (&game.white, &game.black) else {
-        return Err(invalid("a finished game has both players"));
-    };
-    let white_id = Uuid::parse_str(&white.id).map_err(|_| invalid("white id is not a UUID"))?;
-    let black_id = Uuid::parse_str(&black.id).map_err(|_| invalid("black id is not a UUID"))?;
-    if !["white", "black", "draw", "aborted"].contains(&game.result.as_str()) {
-        return Err(invalid("result is white, black, draw or aborted"));
-    }
-    let ended = at(game.ended_at_ms);
-    let mut tx = pool.begin().await?;
-    let inserted = sqlx::query(
-        "INSERT INTO games (id, variant, rated, initial_seconds, increment_seconds,
-            white_id, white_name, white_guest, white_bot, black_id, black_name, black_guest, black_bot,
-            result, outcome, moves, created_at, started_at, ended_at, start_fen, final_fen,
-            initial_layout, salt, commitment)
-         VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15,$16,$17,$18,$19,$20,$21,$22,$23,$24)
-         ON CONFLICT (id) DO NOTHING",
-    )
-    .bind(id)
-    .bind(variant)
-    .bind(game.rated)
-    .bind(game.time_control.map(|t| t.initial_seconds as i32))
-    .bind(game.time_control.map(|t| t.increment_seconds as i32))
-    .bind(white_id)
-    .bind(&white.name)
-    .bind(white.guest)
-    .bind(white.bot)
-    .bind(black_id)
-    .bind(&black.name)
-    .bind(black.guest)
-    .bind(black.bot)
-    .bind(&game.result)
-    .bind(&game.outcome)
-    .bind(sqlx::types::Json(moves_json(game)))
-    .bind(at(game.created_at_ms))
-    .bind(at(game.started_at_ms))
-    .bind(ended)
-    .bind(&game.start_fen)
-    .bind(&game.final_fen)
-    .bind(&game.initial_layout)
-    .bind(&game.salt)
-    .bind(&game.commitment)
-    .execute(&mut *tx)
-    .await?
-    .rows_affected();
-    if inserted == 0 {
-        tx.commit().await?;
-        return Ok(Recorded::Duplicate);
-    }
-    let rateable = game.rated
-        && game.result != "aborted"
-        && !white.guest
-        && !black.guest
-        && white_id != black_id;
-    if rateable {
-        let mut ids = [white_id, black_id];
-        ids.sort();
-        for pid in ids {
-            sqlx::query(
-                "INSERT INTO ratings (player_id, variant, rating, rd, volatility) VALUES ($1, $2, $3, $4, $5)
-                 ON CONFLICT (player_id, variant) DO NOTHING",
-            )
-            .bind(pid)
-            .bind(variant)
-            .bind(INITIAL.rating)
-            .bind(INITIAL.rd)
-            .bind(INITIAL.volatility)
-            .execute(&mut *tx)
-            .await?;
-        }
-        let rows: Vec<(Uuid, f64, f64, f64, Option<OffsetDateTime>)> = sqlx::query_as(
-            "SELECT player_id, rating, rd, volatility, last_rated_at FROM ratings
-             WHERE variant = $1 AND player_id = ANY($2) ORDER BY player_id FOR UPDATE",
-        )
-        .bind(variant)
-        .bind(&ids[..])
-        .fetch_all(&mut *tx)
-        .await?;
-        let find = |pid: Uuid| {
-            rows.iter()
-                .find(|r| r.0 == pid)
-                .map(|r| {
-                    let idle = r.4.map_or(0.0, |last| {
-                        (ended - last).as_seconds_f64().max(0.0) / 3600.0
-                    });
-                    (
-                        Rating {
-                            rating: r.1,
-                            rd: r.2,
-                            volatility: r.3,
-                        },
-                        idle,
-                    )
-                })
-                .ok_or_else(|| invalid("rating row exists"))
-        };
-        let (w, w_idle) = find(white_id)?;
-        let (b, b_idle) = find(black_id)?;
-        let (w_score, b_score) = match game.result.as_str() {
-            "white" => (Score::Win, Score::Loss),
-            "black" => (Score::Loss, Score::Win),
-            _ => (Score::Draw, Score::Draw),
-        };
-        let new_w = rate_game(
-            w,
-            w_idle,
-            b.after_inactivity(b_idle / frontier_glicko2::PERIOD_HOURS),
-            w_score,
-        );
-        let new_b = rate_game(
-            b,
-            b_idle,
-            w.after_inactivity(w_idle / frontier_glicko2::PERIOD_HOURS),
-            b_score,
-        );
-        for (pid, r) in [(white_id, new_w), (black_id, new_b)] {
-            sqlx::query(
-                "UPDATE ratings SET rating = $3, rd = $4, volatility = $5, rated_games = rated_games + 1,
-                 last_rated_at = $6 WHERE player_id = $1 AND variant = $2",
-            )
-            .bind(pid)
-            .bind(variant)
-            .bind(r.rating)
-            .bind(r.rd)
-            .bind(r.volatility)
-            .bind(ended)
-            .execute(&mut *tx)
-            .await?;
-            sqlx::query(
-                "INSERT INTO rating_history (player_id, variant, game_id, rating, rd, at) VALUES ($1, $2, $3, $4, $5, $6)",
-            )
-            .bind(pid)
-            .bind(variant)
-            .bind(id)
-            .bind(r.rating)
-            .bind(r.rd)
-            .bind(ended)
-            .execute(&mut *tx)
-            .await?;
-        }
-    }
-    tx.commit().await?;
-    Ok(Recorded::Stored { rated: rateable })
 }
 
 /// How to consume.
@@ -389,8 +172,8 @@ impl ConsumerStats {
 /// sequence, and counted; a transient failure is retried with a growing delay (`Nak` with
 /// delay) up to `max_deliver` deliveries, after which the message is set aside (it stays
 /// in the stream; the consumer moves on) and counted.
-pub async fn consume(
-    pool: PgPool,
+pub async fn consume<S: RatingStore>(
+    store: S,
     client: async_nats::Client,
     ns: &Namespace,
     settings: &ConsumerSettings,
@@ -432,7 +215,7 @@ pub async fn consume(
                 continue;
             }
         };
-        handle(&pool, &client, ns, settings, &stats, message).await;
+        handle(&store, &client, ns, settings, &stats, message).await;
     }
 }
 
@@ -449,8 +232,8 @@ fn reject(stats: &ConsumerStats, reason: &'static str) {
     metrics::counter!("frontier_rating_rejected_total", "reason" => reason).increment(1);
 }
 
-async fn handle(
-    pool: &PgPool,
+async fn handle<S: RatingStore>(
+    store: &S,
     client: &async_nats::Client,
     ns: &Namespace,
     settings: &ConsumerSettings,
@@ -467,7 +250,7 @@ async fn handle(
             return;
         }
     };
-    match record_game(pool, &game).await {
+    match store.record_game(&game).await {
         Ok(recorded) => {
             match recorded {
                 Recorded::Stored { rated } => {
@@ -526,7 +309,28 @@ async fn handle(
     }
 }
 
-/// Runs the rating service from configuration until `shutdown`.
+/// Serves the read API (`grpc::RatingsService`) on `listener` until `shutdown`.
+pub async fn serve_api<S: RatingStore>(
+    listener: TcpListener,
+    service: grpc::RatingsService<S>,
+    shutdown: Shutdown,
+) -> anyhow::Result<()> {
+    let incoming = futures_util::stream::unfold(listener, |listener| async move {
+        let accepted = listener.accept().await.map(|(stream, _)| {
+            let _ = stream.set_nodelay(true);
+            stream
+        });
+        Some((accepted, listener))
+    });
+    tonic::transport::Server::builder()
+        .add_service(service.into_server())
+        .serve_with_incoming_shutdown(incoming, shutdown.wait_owned())
+        .await
+        .context("gRPC server")
+}
+
+/// Runs the rating service from configuration until `shutdown`: the consumer and the read
+/// API, both on Postgres. If either stops with an error, the other is stopped too.
 pub async fn run(config: Config, shutdown: Shutdown) -> anyhow::Result<()> {
     let ns = Namespace::new(&config.namespace.namespace).map_err(anyhow::Error::msg)?;
     let pool = sqlx::postgres::PgPoolOptions::new()
@@ -535,6 +339,7 @@ pub async fn run(config: Config, shutdown: Shutdown) -> anyhow::Result<()> {
         .await
         .context("connecting to Postgres")?;
     MIGRATOR.run(&pool).await.context("applying migrations")?;
+    let store = PgStore::new(pool);
     let client = async_nats::connect(&config.nats.nats_url)
         .await
         .context("connecting to NATS")?;
@@ -545,23 +350,42 @@ pub async fn run(config: Config, shutdown: Shutdown) -> anyhow::Result<()> {
             .context("metrics listener")?;
         tracing::info!(%addr, "metrics at /metrics");
     }
+    let listener = TcpListener::bind(config.listen)
+        .await
+        .with_context(|| format!("binding {}", config.listen))?;
+    tracing::info!(addr = %listener.local_addr()?, "rating read API listening");
+    let service = grpc::RatingsService::new(store.clone(), Arc::new(SystemClock));
+    let mut api = tokio::spawn(serve_api(listener, service, shutdown.clone()));
     tracing::info!("rating consuming finished games");
-    consume(
-        pool,
+    let settings = ConsumerSettings {
+        name: config.consumer.clone(),
+        ack_wait: config.ack_wait,
+        max_deliver: config.max_deliver,
+        retry_base: config.retry_base,
+        retry_cap: config.retry_cap,
+        hang_after_commit: config.test_hang_after_commit,
+    };
+    let consumer = consume(
+        store,
         client,
         &ns,
-        &ConsumerSettings {
-            name: config.consumer.clone(),
-            ack_wait: config.ack_wait,
-            max_deliver: config.max_deliver,
-            retry_base: config.retry_base,
-            retry_cap: config.retry_cap,
-            hang_after_commit: config.test_hang_after_commit,
-        },
+        &settings,
         Arc::default(),
-        shutdown,
-    )
-    .await
+        shutdown.clone(),
+    );
+    tokio::pin!(consumer);
+    // Whichever ends first (shutdown or a failure) stops the other.
+    let (consumed, served) = tokio::select! {
+        consumed = &mut consumer => {
+            shutdown.trigger();
+            (consumed, (&mut api).await)
+        }
+        served = &mut api => {
+            shutdown.trigger();
+            (consumer.await, served)
+        }
+    };
+    consumed.and(served.context("read API task")?)
 }
 
 /// TEST ONLY: tells a waiting test the commit happened (see `test_hang_after_commit`).

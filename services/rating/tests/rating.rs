@@ -10,7 +10,7 @@ use async_nats::jetstream;
 use frontier_glicko2::{INITIAL, Score, rate_game};
 use frontier_platform::{Namespace, Shutdown};
 use frontier_proto::games::v1::{FinishedGame, Player, Variant};
-use frontier_rating::{ConsumerSettings, ConsumerStats, MIGRATOR, consume};
+use frontier_rating::{ConsumerSettings, ConsumerStats, MIGRATOR, PgStore, consume};
 use futures_util::StreamExt as _;
 use prost::Message as _;
 use sqlx::PgPool;
@@ -72,7 +72,7 @@ impl Env {
             stop.clone(),
         );
         tokio::spawn(async move {
-            if let Err(e) = consume(pool, nats, &ns, &settings, stats, stop2).await {
+            if let Err(e) = consume(PgStore::new(pool), nats, &ns, &settings, stats, stop2).await {
                 eprintln!("consumer: {e:#}");
             }
         });
@@ -230,6 +230,9 @@ async fn killed_between_commit_and_ack_and_restarted_still_counts_once() {
             "--ack-wait",
             "1s",
             "--test-hang-after-commit",
+            // Any free port for its read API (another rating may hold the default).
+            "--listen",
+            "127.0.0.1:0",
         ])
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::null())

@@ -1,6 +1,6 @@
-//! The black-box harness: a platform of real gateways and game-sessions, started in this
-//! process on port 0 against the real Redis, NATS and Postgres of the test run, and
-//! WebSocket clients that record every frame they receive.
+//! The black-box harness: a platform of real gateways, game-sessions and a rating service,
+//! started in this process on port 0 against the real Redis, NATS and Postgres of the test
+//! run, and WebSocket clients that record every frame they receive.
 
 #![allow(dead_code, unreachable_pub)]
 
@@ -104,23 +104,36 @@ impl Platform {
                     shutdown,
                 )));
         }
-        // One rating consumer, so finished games reach Postgres as in production.
-        {
+        // One rating service (consumer and read API), so finished games reach Postgres and
+        // the dashboard as in production.
+        let rating_url = {
             let pool = sqlx_pool(&database_url).await?;
             frontier_rating::MIGRATOR.run(&pool).await?;
+            let store = frontier_rating::PgStore::new(pool);
             let nats = async_nats::connect(frontier_testkit::nats_url()).await?;
             let ns = frontier_platform::Namespace::new(&namespace).map_err(anyhow::Error::msg)?;
             let shutdown = Shutdown::new();
             platform.shutdowns.push(shutdown.clone());
+            let listener = TcpListener::bind("127.0.0.1:0").await?;
+            let url = format!("http://{}", listener.local_addr()?);
+            platform.tasks.push(tokio::spawn(frontier_rating::serve_api(
+                listener,
+                frontier_rating::grpc::RatingsService::new(
+                    store.clone(),
+                    Arc::new(frontier_platform::time::SystemClock),
+                ),
+                shutdown.clone(),
+            )));
             let rating = platform.rating.clone();
             platform.tasks.push(tokio::spawn(async move {
                 let settings = frontier_rating::ConsumerSettings {
                     ack_wait: Duration::from_secs(5),
                     ..frontier_rating::ConsumerSettings::named("rating")
                 };
-                frontier_rating::consume(pool, nats, &ns, &settings, rating, shutdown).await
+                frontier_rating::consume(store, nats, &ns, &settings, rating, shutdown).await
             }));
-        }
+            url
+        };
         for i in 0..gateways {
             let session = platform.sessions[i % sessions];
             let mut args = vec![
@@ -137,6 +150,8 @@ impl Platform {
                 JWT_SECRET.into(),
                 "--public-url".into(),
                 "https://frontier.test".into(),
+                "--rating-url".into(),
+                rating_url.clone(),
             ];
             args.extend(gateway_flags.iter().map(|f| (*f).to_owned()));
             let config = frontier_gateway::Config::try_parse_from(args)?;
