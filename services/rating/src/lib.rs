@@ -83,12 +83,17 @@ pub struct Config {
     /// Where to serve Prometheus metrics (`/metrics`).
     #[arg(long, env = "FRONTIER_RATING_METRICS")]
     pub metrics_listen: Option<SocketAddr>,
-    /// TEST ONLY: right after committing a game, before acknowledging it, print
-    /// `COMMITTED <game id>` on standard output and stop (hang) there, so a test can kill
-    /// the process at exactly that point.
+    /// TEST ONLY (`test-hooks` builds): right after committing a game, before
+    /// acknowledging it, print `COMMITTED <game id>` on standard output and stop (hang)
+    /// there, so a test can kill the process at exactly that point.
+    #[cfg(feature = "test-hooks")]
     #[arg(long, env = "FRONTIER_TEST_HANG_AFTER_COMMIT", hide = true)]
     pub test_hang_after_commit: bool,
 }
+
+/// The environment variables of the test hooks: a build without `test-hooks` refuses to
+/// start when one is set.
+pub const TEST_HOOK_VARIABLES: &[&str] = &["FRONTIER_TEST_HANG_AFTER_COMMIT"];
 
 /// How to consume.
 #[derive(Debug, Clone)]
@@ -103,7 +108,8 @@ pub struct ConsumerSettings {
     pub retry_base: Duration,
     /// Longest retry delay.
     pub retry_cap: Duration,
-    /// TEST ONLY: hang between commit and ack (see [`Config::test_hang_after_commit`]).
+    /// TEST ONLY (`test-hooks` builds): hang between commit and ack.
+    #[cfg(feature = "test-hooks")]
     pub hang_after_commit: bool,
 }
 
@@ -116,6 +122,7 @@ impl ConsumerSettings {
             max_deliver: 100,
             retry_base: Duration::from_secs(1),
             retry_cap: Duration::from_secs(60),
+            #[cfg(feature = "test-hooks")]
             hang_after_commit: false,
         }
     }
@@ -266,6 +273,7 @@ async fn handle<S: RatingStore>(
                 }
             }
             tracing::info!(game = %game.game_id, ?recorded, "finished game recorded");
+            #[cfg(feature = "test-hooks")]
             if settings.hang_after_commit {
                 announce_commit(&game.game_id);
                 tracing::warn!("TEST ONLY: hanging between commit and acknowledgement");
@@ -332,6 +340,10 @@ pub async fn serve_api<S: RatingStore>(
 /// Runs the rating service from configuration until `shutdown`: the consumer and the read
 /// API, both on Postgres. If either stops with an error, the other is stopped too.
 pub async fn run(config: Config, shutdown: Shutdown) -> anyhow::Result<()> {
+    frontier_platform::config::refuse_unbuilt_test_hooks(
+        cfg!(feature = "test-hooks"),
+        TEST_HOOK_VARIABLES,
+    )?;
     let ns = Namespace::new(&config.namespace.namespace).map_err(anyhow::Error::msg)?;
     let pool = sqlx::postgres::PgPoolOptions::new()
         .max_connections(8)
@@ -363,6 +375,7 @@ pub async fn run(config: Config, shutdown: Shutdown) -> anyhow::Result<()> {
         max_deliver: config.max_deliver,
         retry_base: config.retry_base,
         retry_cap: config.retry_cap,
+        #[cfg(feature = "test-hooks")]
         hang_after_commit: config.test_hang_after_commit,
     };
     let consumer = consume(
@@ -389,6 +402,7 @@ pub async fn run(config: Config, shutdown: Shutdown) -> anyhow::Result<()> {
 }
 
 /// TEST ONLY: tells a waiting test the commit happened (see `test_hang_after_commit`).
+#[cfg(feature = "test-hooks")]
 fn announce_commit(game_id: &str) {
     use std::io::Write as _;
     let mut out = std::io::stdout().lock();
