@@ -9,7 +9,8 @@ SESSION_ADDR=${FRONTIER_GAME_SESSION_LISTEN:-127.0.0.1:50051}
 RATING_ADDR=${FRONTIER_RATING_LISTEN:-127.0.0.1:50053}
 TARGET=${CARGO_TARGET_DIR:-target}
 
-cargo build --release -p frontier-game-session -p frontier-gateway -p frontier-clock -p frontier-rating
+# One binary, every service a subcommand; a release build has no test hooks.
+cargo build --release -p frontier
 
 admin=${FRONTIER_TEST_POSTGRES_URL:-postgres://postgres@127.0.0.1:5432/postgres}
 database_url=${FRONTIER_DATABASE_URL:-${admin%/*}/frontier}
@@ -29,10 +30,10 @@ export FRONTIER_PUBLIC_URL=${FRONTIER_PUBLIC_URL:-http://$GATEWAY_ADDR}
 
 pids=()
 trap 'kill "${pids[@]}" 2>/dev/null || true; wait' EXIT INT TERM
-"$TARGET/release/game-session" --listen "$SESSION_ADDR" & pids+=($!)
-"$TARGET/release/rating" --listen "$RATING_ADDR" --metrics-listen "${FRONTIER_RATING_METRICS:-127.0.0.1:9102}" & pids+=($!)
-"$TARGET/release/gateway" --listen "$GATEWAY_ADDR" --game-session-urls "http://$SESSION_ADDR" --rating-url "http://$RATING_ADDR" & pids+=($!)
-"$TARGET/release/clock" --game-session-urls "http://$SESSION_ADDR" --metrics-listen "${FRONTIER_CLOCK_METRICS:-127.0.0.1:9101}" & pids+=($!)
+"$TARGET/release/frontier" game-session --listen "$SESSION_ADDR" & pids+=($!)
+"$TARGET/release/frontier" rating --listen "$RATING_ADDR" --metrics-listen "${FRONTIER_RATING_METRICS:-127.0.0.1:9102}" & pids+=($!)
+"$TARGET/release/frontier" gateway --listen "$GATEWAY_ADDR" --game-session-urls "http://$SESSION_ADDR" --rating-url "http://$RATING_ADDR" & pids+=($!)
+"$TARGET/release/frontier" clock --game-session-urls "http://$SESSION_ADDR" --metrics-listen "${FRONTIER_CLOCK_METRICS:-127.0.0.1:9101}" & pids+=($!)
 
 for _ in $(seq 1 100); do (exec 3<>"/dev/tcp/${GATEWAY_ADDR%:*}/${GATEWAY_ADDR#*:}") 2>/dev/null && break; sleep 0.1; done
 cat <<INFO

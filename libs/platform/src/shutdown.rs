@@ -1,4 +1,5 @@
-//! One root cancellation signal, passed down to every task; SIGTERM or Ctrl-C trips it.
+//! One root cancellation signal, passed down to every task; the first SIGTERM or Ctrl-C
+//! trips it ([`two_stage`]).
 
 use tokio_util::sync::CancellationToken;
 
@@ -17,11 +18,6 @@ impl Shutdown {
         self.0.cancel();
     }
 
-    /// Whether it has been tripped.
-    pub fn is_triggered(&self) -> bool {
-        self.0.is_cancelled()
-    }
-
     /// Resolves once it is tripped.
     pub async fn wait(&self) {
         self.0.cancelled().await;
@@ -31,38 +27,47 @@ impl Shutdown {
     pub async fn wait_owned(self) {
         self.0.cancelled_owned().await
     }
+}
 
-    /// A child signal: tripped with this one, or on its own.
-    pub fn child(&self) -> Shutdown {
-        Shutdown(self.0.child_token())
+/// Two-stage shutdown for a service process: the first SIGTERM or Ctrl-C trips `shutdown`
+/// (the service stops taking new work and drains); a second signal, or `drain_timeout`
+/// after the first, exits the process at once (status 130 or 124). Call once, from `main`.
+pub fn two_stage(shutdown: Shutdown, drain_timeout: std::time::Duration) {
+    tokio::spawn(async move {
+        if next_signal().await.is_err() {
+            return;
+        }
+        tracing::info!(
+            ?drain_timeout,
+            "shutdown signal received: draining (a second signal stops at once)"
+        );
+        shutdown.trigger();
+        tokio::select! {
+            _ = next_signal() => {
+                tracing::warn!("second shutdown signal: stopping now");
+                std::process::exit(130);
+            }
+            _ = tokio::time::sleep(drain_timeout) => {
+                tracing::warn!("drain deadline passed: stopping now");
+                std::process::exit(124);
+            }
+        }
+    });
+}
+
+/// The next SIGTERM or Ctrl-C.
+async fn next_signal() -> std::io::Result<()> {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        let mut term = signal(SignalKind::terminate())?;
+        tokio::select! {
+            r = tokio::signal::ctrl_c() => r,
+            _ = term.recv() => Ok(()),
+        }
     }
-
-    /// Trips this signal on SIGTERM or Ctrl-C (call once, from `main`).
-    pub fn trip_on_signals(&self) {
-        let token = self.0.clone();
-        tokio::spawn(async move {
-            let ctrl_c = tokio::signal::ctrl_c();
-            #[cfg(unix)]
-            {
-                use tokio::signal::unix::{SignalKind, signal};
-                match signal(SignalKind::terminate()) {
-                    Ok(mut term) => {
-                        tokio::select! {
-                            _ = ctrl_c => {},
-                            _ = term.recv() => {},
-                        }
-                    }
-                    Err(_) => {
-                        let _ = ctrl_c.await;
-                    }
-                }
-            }
-            #[cfg(not(unix))]
-            {
-                let _ = ctrl_c.await;
-            }
-            tracing::info!("shutdown signal received");
-            token.cancel();
-        });
+    #[cfg(not(unix))]
+    {
+        tokio::signal::ctrl_c().await
     }
 }

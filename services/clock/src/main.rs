@@ -8,6 +8,6 @@ async fn main() -> anyhow::Result<()> {
     let config = frontier_clock::Config::parse();
     let _telemetry = frontier_platform::telemetry::init("clock")?;
     let shutdown = Shutdown::new();
-    shutdown.trip_on_signals();
+    frontier_platform::shutdown::two_stage(shutdown.clone(), std::time::Duration::from_secs(20));
     frontier_clock::run(config, shutdown).await
 }

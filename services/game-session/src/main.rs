@@ -8,6 +8,6 @@ async fn main() -> anyhow::Result<()> {
     let config = frontier_game_session::Config::parse();
     let _telemetry = frontier_platform::telemetry::init("game-session")?;
     let shutdown = Shutdown::new();
-    shutdown.trip_on_signals();
+    frontier_platform::shutdown::two_stage(shutdown.clone(), std::time::Duration::from_secs(20));
     frontier_game_session::run(config, shutdown).await
 }

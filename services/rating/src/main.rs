@@ -8,6 +8,6 @@ async fn main() -> anyhow::Result<()> {
     let config = frontier_rating::Config::parse();
     let _telemetry = frontier_platform::telemetry::init("rating")?;
     let shutdown = Shutdown::new();
-    shutdown.trip_on_signals();
+    frontier_platform::shutdown::two_stage(shutdown.clone(), std::time::Duration::from_secs(20));
     frontier_rating::run(config, shutdown).await
 }

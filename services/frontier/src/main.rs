@@ -1,0 +1,82 @@
+//! The one Frontier binary: `frontier <service> [flags]`. Each service takes the same
+//! flags and `FRONTIER_*` variables as its own binary (`frontier <service> --help`).
+//!
+//! Shutdown is two-stage: the first SIGTERM or Ctrl-C stops the service taking new work and
+//! lets it drain (the gateway closes client sockets with 1001 so they resume elsewhere;
+//! game-session finishes calls in flight), within `--drain-timeout`; a second signal, or
+//! the deadline, exits at once.
+
+use std::process::ExitCode;
+use std::time::Duration;
+
+use clap::{Parser, Subcommand};
+use frontier_platform::Shutdown;
+
+/// Frontier: hidden, atomic and standard chess online.
+#[derive(Debug, Parser)]
+#[command(name = "frontier", version, propagate_version = true)]
+struct Cli {
+    /// How long a service may drain after the first shutdown signal before it is stopped.
+    #[arg(long, global = true, env = "FRONTIER_DRAIN_TIMEOUT", default_value = "20s", value_parser = frontier_platform::config::parse_duration)]
+    drain_timeout: Duration,
+    #[command(subcommand)]
+    service: Service,
+}
+
+#[derive(Debug, Subcommand)]
+enum Service {
+    /// The edge: WebSocket clients and the HTTP API.
+    Gateway(frontier_gateway::Config),
+    /// The authority over live games (gRPC).
+    GameSession(frontier_game_session::Config),
+    /// Fires flag falls and first-move limits.
+    Clock(frontier_clock::Config),
+    /// Records finished games and rates them; serves the dashboard reads (gRPC).
+    Rating(frontier_rating::Config),
+}
+
+impl Service {
+    fn name(&self) -> &'static str {
+        match self {
+            Service::Gateway(_) => "gateway",
+            Service::GameSession(_) => "game-session",
+            Service::Clock(_) => "clock",
+            Service::Rating(_) => "rating",
+        }
+    }
+
+    async fn run(self, shutdown: Shutdown) -> anyhow::Result<()> {
+        match self {
+            Service::Gateway(c) => frontier_gateway::run(c, shutdown).await,
+            Service::GameSession(c) => frontier_game_session::run(c, shutdown).await,
+            Service::Clock(c) => frontier_clock::run(c, shutdown).await,
+            Service::Rating(c) => frontier_rating::run(c, shutdown).await,
+        }
+    }
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let runtime = match tokio::runtime::Runtime::new() {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("frontier: cannot start the runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let result = runtime.block_on(async {
+        let _telemetry = frontier_platform::telemetry::init(cli.service.name())?;
+        let shutdown = Shutdown::new();
+        frontier_platform::shutdown::two_stage(shutdown.clone(), cli.drain_timeout);
+        cli.service.run(shutdown).await
+    });
+    // Tasks still running after the service returned (detached work) are not waited for.
+    runtime.shutdown_timeout(Duration::from_secs(1));
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("frontier: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
