@@ -38,6 +38,15 @@ pub struct PostgresArgs {
     pub database_url: String,
 }
 
+/// Where a service serves its admin endpoints (`/metrics`, `/healthz`, `/readyz`).
+#[derive(Debug, Clone, clap::Args)]
+pub struct AdminArgs {
+    /// Address of the admin endpoints: Prometheus `/metrics`, liveness `/healthz`, and
+    /// readiness `/readyz` (every dependency reachable). None: not served.
+    #[arg(long, env = "FRONTIER_ADMIN_LISTEN", alias = "metrics-listen")]
+    pub admin_listen: Option<std::net::SocketAddr>,
+}
+
 /// The namespace of every subject, stream and key.
 #[derive(Debug, Clone, clap::Args)]
 pub struct NamespaceArgs {

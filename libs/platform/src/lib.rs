@@ -1,6 +1,7 @@
 //! Plumbing shared by every Frontier service: configuration pieces, telemetry, JWT auth,
 //! ids, the names of NATS subjects and Redis keys (all in one place), shutdown.
 
+pub mod admin;
 pub mod auth;
 pub mod config;
 pub mod convert;

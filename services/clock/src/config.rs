@@ -1,9 +1,8 @@
 //! The clock service's configuration.
 
-use std::net::SocketAddr;
 use std::time::Duration;
 
-use frontier_platform::config::{NamespaceArgs, RedisArgs, parse_duration};
+use frontier_platform::config::{AdminArgs, NamespaceArgs, RedisArgs, parse_duration};
 
 /// clock: fires flag falls and first-move limits.
 #[derive(Debug, Clone, clap::Parser)]
@@ -32,7 +31,8 @@ pub struct Config {
     /// Most deadlines claimed per poll.
     #[arg(long, env = "FRONTIER_CLOCK_BATCH", default_value_t = 256)]
     pub batch: usize,
-    /// Where to serve Prometheus metrics (`/metrics`): deadlines tracked, firing lag.
-    #[arg(long, env = "FRONTIER_CLOCK_METRICS")]
-    pub metrics_listen: Option<SocketAddr>,
+    /// Admin endpoints: `/metrics` (deadlines tracked, firing lag, …), `/healthz`,
+    /// `/readyz`.
+    #[command(flatten)]
+    pub admin: AdminArgs,
 }

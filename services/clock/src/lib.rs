@@ -13,6 +13,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context as _;
+use frontier_platform::admin::Readiness;
 use frontier_platform::deadlines::{MemoryDeadlines, RedisDeadlines};
 use frontier_platform::time::SystemClock;
 use frontier_platform::{GameId, Namespace, Shutdown};
@@ -92,16 +93,19 @@ pub fn sessions(urls: &[String]) -> anyhow::Result<GameSessionClient<Channel>> {
 /// Runs a clock instance from configuration until `shutdown`.
 pub async fn run(config: Config, shutdown: Shutdown) -> anyhow::Result<()> {
     let ns = Namespace::new(&config.namespace.namespace).map_err(anyhow::Error::msg)?;
-    if let Some(addr) = config.metrics_listen {
-        metrics_exporter_prometheus::PrometheusBuilder::new()
-            .with_http_listener(addr)
-            .install()
-            .context("metrics listener")?;
-        tracing::info!(%addr, "metrics at /metrics");
-    }
-    let deadlines = RedisDeadlines::connect(&config.redis.redis_url, ns)
+    let redis = redis::Client::open(config.redis.redis_url.as_str()).context("Redis URL")?;
+    let conn = redis::aio::ConnectionManager::new(redis)
         .await
         .context("connecting to Redis")?;
+    let deadlines = RedisDeadlines::new(conn.clone(), ns);
+    frontier_platform::admin::spawn(
+        config.admin.admin_listen,
+        "clock",
+        Readiness::new().redis(conn),
+        shutdown.clone(),
+    )
+    .await
+    .context("admin listener")?;
     let service = Scheduler::new(
         deadlines,
         sessions(&config.game_session_urls)?,

@@ -329,7 +329,7 @@ async fn every_deadline_fires_once_within_a_second_when_one_of_two_clocks_is_kil
                     &frontier_testkit::redis_url(),
                     "--namespace",
                     env.ns.prefix(),
-                    "--metrics-listen",
+                    "--admin-listen",
                     &m.to_string(),
                 ])
                 .stdout(std::process::Stdio::null())

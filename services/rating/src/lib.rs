@@ -80,9 +80,9 @@ pub struct Config {
     /// Longest retry delay.
     #[arg(long, env = "FRONTIER_RATING_RETRY_CAP", default_value = "60s", value_parser = frontier_platform::config::parse_duration)]
     pub retry_cap: Duration,
-    /// Where to serve Prometheus metrics (`/metrics`).
-    #[arg(long, env = "FRONTIER_RATING_METRICS")]
-    pub metrics_listen: Option<SocketAddr>,
+    /// Admin endpoints: `/metrics`, `/healthz`, `/readyz`.
+    #[command(flatten)]
+    pub admin: frontier_platform::config::AdminArgs,
     /// TEST ONLY (`test-hooks` builds): right after committing a game, before
     /// acknowledging it, print `COMMITTED <game id>` on standard output and stop (hang)
     /// there, so a test can kill the process at exactly that point.
@@ -351,17 +351,18 @@ pub async fn run(config: Config, shutdown: Shutdown) -> anyhow::Result<()> {
         .await
         .context("connecting to Postgres")?;
     MIGRATOR.run(&pool).await.context("applying migrations")?;
-    let store = PgStore::new(pool);
+    let store = PgStore::new(pool.clone());
     let client = async_nats::connect(&config.nats.nats_url)
         .await
         .context("connecting to NATS")?;
-    if let Some(addr) = config.metrics_listen {
-        metrics_exporter_prometheus::PrometheusBuilder::new()
-            .with_http_listener(addr)
-            .install()
-            .context("metrics listener")?;
-        tracing::info!(%addr, "metrics at /metrics");
-    }
+    frontier_platform::admin::spawn(
+        config.admin.admin_listen,
+        "rating",
+        rating_readiness(pool.clone(), client.clone()),
+        shutdown.clone(),
+    )
+    .await
+    .context("admin listener")?;
     let listener = TcpListener::bind(config.listen)
         .await
         .with_context(|| format!("binding {}", config.listen))?;
@@ -399,6 +400,25 @@ pub async fn run(config: Config, shutdown: Shutdown) -> anyhow::Result<()> {
         }
     };
     consumed.and(served.context("read API task")?)
+}
+
+/// The rating service's readiness: Postgres answers, NATS is connected.
+pub fn rating_readiness(
+    pool: sqlx::PgPool,
+    nats: async_nats::Client,
+) -> frontier_platform::admin::Readiness {
+    frontier_platform::admin::Readiness::new()
+        .check("postgres", move || {
+            let pool = pool.clone();
+            async move {
+                sqlx::query("SELECT 1")
+                    .execute(&pool)
+                    .await
+                    .map(|_| ())
+                    .map_err(|e| e.to_string())
+            }
+        })
+        .nats(nats)
 }
 
 /// TEST ONLY: tells a waiting test the commit happened (see `test_hang_after_commit`).

@@ -1,0 +1,285 @@
+//! Every service's admin endpoints, on their own listener (`--admin-listen`):
+//!
+//! - `GET /metrics`: Prometheus text of every metric the process records;
+//! - `GET /healthz`: 200 while the process serves at all (liveness);
+//! - `GET /readyz`: 200 when every dependency answers (Redis, NATS, Postgres, as the
+//!   service has them), else 503; the body names each check and its result (readiness).
+//!
+//! Also the gRPC server metrics layer shared by the gRPC services (calls by method and
+//! code, with latency).
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::{Arc, OnceLock};
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
+
+use axum::Router;
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::response::IntoResponse;
+use axum::routing::get;
+use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusHandle};
+use tokio::net::TcpListener;
+
+use crate::Shutdown;
+
+/// A dependency check: Ok, or what is wrong.
+pub type CheckFuture = Pin<Box<dyn Future<Output = Result<(), String>> + Send>>;
+
+/// The named dependency checks of a service's `/readyz`.
+#[derive(Clone, Default)]
+pub struct Readiness {
+    checks: Vec<(&'static str, Arc<dyn Fn() -> CheckFuture + Send + Sync>)>,
+}
+
+/// How long one check may take before it counts as failed.
+const CHECK_TIMEOUT: Duration = Duration::from_secs(2);
+
+impl Readiness {
+    /// No checks (always ready).
+    pub fn new() -> Readiness {
+        Readiness::default()
+    }
+
+    /// Adds a check.
+    pub fn check<F, Fut>(mut self, name: &'static str, check: F) -> Readiness
+    where
+        F: Fn() -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<(), String>> + Send + 'static,
+    {
+        self.checks
+            .push((name, Arc::new(move || Box::pin(check()) as CheckFuture)));
+        self
+    }
+
+    /// Adds a check that Redis answers `PING`.
+    pub fn redis(self, conn: redis::aio::ConnectionManager) -> Readiness {
+        self.check("redis", move || {
+            let mut conn = conn.clone();
+            async move {
+                redis::cmd("PING")
+                    .query_async::<String>(&mut conn)
+                    .await
+                    .map(|_| ())
+                    .map_err(|e| e.to_string())
+            }
+        })
+    }
+
+    /// Adds a check that the NATS connection is up.
+    pub fn nats(self, client: async_nats::Client) -> Readiness {
+        self.check("nats", move || {
+            let state = client.connection_state();
+            async move {
+                match state {
+                    async_nats::connection::State::Connected => Ok(()),
+                    other => Err(format!("{other:?}")),
+                }
+            }
+        })
+    }
+
+    /// Runs every check: each name with `None` if it passed, or what failed.
+    pub async fn run(&self) -> Vec<(&'static str, Option<String>)> {
+        let mut results = Vec::with_capacity(self.checks.len());
+        for (name, check) in &self.checks {
+            let outcome = match tokio::time::timeout(CHECK_TIMEOUT, check()).await {
+                Ok(Ok(())) => None,
+                Ok(Err(e)) => Some(e),
+                Err(_) => Some("timed out".to_owned()),
+            };
+            results.push((*name, outcome));
+        }
+        results
+    }
+}
+
+/// The process's metrics recorder, installed on first use (one per process: in the
+/// single-process mode every service shares it).
+pub fn metrics() -> PrometheusHandle {
+    static HANDLE: OnceLock<PrometheusHandle> = OnceLock::new();
+    HANDLE
+        .get_or_init(|| {
+            let recorder = PrometheusBuilder::new()
+                .set_buckets(&[
+                    0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5,
+                ])
+                .map(PrometheusBuilder::build_recorder)
+                .unwrap_or_else(|_| PrometheusBuilder::new().build_recorder());
+            let handle = recorder.handle();
+            if metrics::set_global_recorder(recorder).is_err() {
+                tracing::warn!("a metrics recorder was already installed; /metrics may be empty");
+            }
+            handle
+        })
+        .clone()
+}
+
+#[derive(Clone)]
+struct AdminState {
+    metrics: PrometheusHandle,
+    readiness: Readiness,
+    service: &'static str,
+}
+
+async fn render_metrics(State(state): State<AdminState>) -> impl IntoResponse {
+    (
+        [(
+            axum::http::header::CONTENT_TYPE,
+            "text/plain; version=0.0.4; charset=utf-8",
+        )],
+        state.metrics.render(),
+    )
+}
+
+async fn ready(State(state): State<AdminState>) -> impl IntoResponse {
+    let results = state.readiness.run().await;
+    let ready = results.iter().all(|(_, failed)| failed.is_none());
+    let checks: serde_json::Map<String, serde_json::Value> = results
+        .into_iter()
+        .map(|(name, failed)| {
+            (
+                name.to_owned(),
+                serde_json::Value::String(failed.unwrap_or_else(|| "ok".to_owned())),
+            )
+        })
+        .collect();
+    let status = if ready {
+        StatusCode::OK
+    } else {
+        StatusCode::SERVICE_UNAVAILABLE
+    };
+    (
+        status,
+        axum::Json(serde_json::json!({
+            "service": state.service, "ready": ready, "checks": checks,
+        })),
+    )
+}
+
+/// The admin routes of `service`.
+pub fn router(service: &'static str, readiness: Readiness) -> Router {
+    Router::new()
+        .route("/metrics", get(render_metrics))
+        .route("/healthz", get(|| async { "ok" }))
+        .route("/readyz", get(ready))
+        .with_state(AdminState {
+            metrics: metrics(),
+            readiness,
+            service,
+        })
+}
+
+/// Serves the admin routes on `listener` until `shutdown`.
+pub async fn serve(
+    listener: TcpListener,
+    service: &'static str,
+    readiness: Readiness,
+    shutdown: Shutdown,
+) -> std::io::Result<()> {
+    axum::serve(listener, router(service, readiness))
+        .with_graceful_shutdown(shutdown.wait_owned())
+        .await
+}
+
+/// Binds `addr` (if set) and serves the admin routes there in the background until
+/// `shutdown`. Errors binding are returned; errors serving are logged.
+pub async fn spawn(
+    addr: Option<std::net::SocketAddr>,
+    service: &'static str,
+    readiness: Readiness,
+    shutdown: Shutdown,
+) -> std::io::Result<Option<tokio::task::JoinHandle<()>>> {
+    // The recorder is installed even without an admin listener, so metrics are recorded
+    // from the start.
+    let _ = metrics();
+    let Some(addr) = addr else {
+        return Ok(None);
+    };
+    let listener = TcpListener::bind(addr).await?;
+    tracing::info!(addr = %listener.local_addr()?, "admin endpoints: /metrics /healthz /readyz");
+    Ok(Some(tokio::spawn(async move {
+        if let Err(e) = serve(listener, service, readiness, shutdown).await {
+            tracing::warn!(error = %e, "admin endpoints stopped");
+        }
+    })))
+}
+
+/// A tower layer for tonic servers: every call counted by method and gRPC status code
+/// (`frontier_grpc_server_requests_total{service,method,code}`) and timed
+/// (`frontier_grpc_server_duration_seconds{service,method}`).
+#[derive(Debug, Clone, Copy)]
+pub struct GrpcMetricsLayer {
+    /// The service's name in the metrics.
+    pub service: &'static str,
+}
+
+impl<S> tower::Layer<S> for GrpcMetricsLayer {
+    type Service = GrpcMetrics<S>;
+
+    fn layer(&self, inner: S) -> GrpcMetrics<S> {
+        GrpcMetrics {
+            inner,
+            service: self.service,
+        }
+    }
+}
+
+/// See [`GrpcMetricsLayer`].
+#[derive(Debug, Clone)]
+pub struct GrpcMetrics<S> {
+    inner: S,
+    service: &'static str,
+}
+
+impl<S, B, R> tower::Service<axum::http::Request<B>> for GrpcMetrics<S>
+where
+    S: tower::Service<axum::http::Request<B>, Response = axum::http::Response<R>>,
+    S::Future: Send + 'static,
+    S::Error: 'static,
+    R: 'static,
+{
+    type Response = S::Response;
+    type Error = S::Error;
+    type Future = Pin<Box<dyn Future<Output = Result<Self::Response, Self::Error>> + Send>>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, request: axum::http::Request<B>) -> Self::Future {
+        // `/package.Service/Method`: the method is the last segment.
+        let method = request
+            .uri()
+            .path()
+            .rsplit('/')
+            .next()
+            .unwrap_or_default()
+            .to_owned();
+        let service = self.service;
+        let started = Instant::now();
+        let future = self.inner.call(request);
+        Box::pin(async move {
+            let response = future.await;
+            // A refusal is a trailers-only response: its status is in the headers. A
+            // success carries status 0 in trailers, after the body.
+            let code = match &response {
+                Ok(r) => r
+                    .headers()
+                    .get("grpc-status")
+                    .and_then(|v| v.to_str().ok())
+                    .unwrap_or("0")
+                    .to_owned(),
+                Err(_) => "transport".to_owned(),
+            };
+            metrics::counter!("frontier_grpc_server_requests_total",
+                "service" => service, "method" => method.clone(), "code" => code)
+            .increment(1);
+            metrics::histogram!("frontier_grpc_server_duration_seconds",
+                "service" => service, "method" => method)
+            .record(started.elapsed().as_secs_f64());
+            response
+        })
+    }
+}
