@@ -81,6 +81,9 @@ pub enum ErrorCode {
     WeakPassword,
     /// Wrong username or password.
     BadCredentials,
+    /// Too many of the player's boards are waiting for an opponent: abort one, or wait
+    /// until one starts.
+    TooManyBoards,
     /// A service behind the gateway is unavailable; try again.
     Unavailable,
     /// Something failed on the server; it has been logged.
@@ -112,7 +115,7 @@ impl ErrorCode {
             BoardFinished => "board_finished", OwnBoard => "own_board", GuestRated => "guest_rated",
             BadTimeControl => "bad_time_control", UsernameTaken => "username_taken",
             BadUsername => "bad_username", WeakPassword => "weak_password",
-            BadCredentials => "bad_credentials", Unavailable => "unavailable", Internal => "internal",
+            BadCredentials => "bad_credentials", TooManyBoards => "too_many_boards", Unavailable => "unavailable", Internal => "internal",
         }
     }
 

@@ -1,16 +1,17 @@
 //! Accounts: guests and registered players, in Postgres ([`PgAccounts`]) or in memory
-//! ([`MemoryAccounts`]), behind one trait. Passwords are hashed with Argon2id off the
-//! async runtime.
+//! ([`MemoryAccounts`]), behind one trait. Passwords are hashed with Argon2id on the
+//! bounded [`HashPool`], off the async runtime. Guests expire: [`expire_guests`].
 
 use std::collections::HashMap;
 use std::future::Future;
 use std::sync::{Arc, Mutex};
 
-use argon2::Argon2;
-use argon2::password_hash::rand_core::OsRng;
-use argon2::password_hash::{PasswordHash, PasswordHasher, PasswordVerifier, SaltString};
+use std::time::Duration;
+
 use frontier_platform::PlayerId;
 use sqlx::PgPool;
+
+use crate::hashing::{HashError, HashPool};
 
 /// A player account.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -38,6 +39,9 @@ pub enum AccountError {
     /// Wrong username or password.
     #[error("wrong username or password")]
     BadCredentials,
+    /// Password hashing is saturated: refused at once, try again shortly.
+    #[error("too many logins right now; try again shortly")]
+    Busy,
     /// The database failed.
     #[error("account storage: {0}")]
     Storage(String),
@@ -133,38 +137,24 @@ pub fn check_password(username: &str, password: &str) -> Result<(), AccountError
     Ok(())
 }
 
-async fn hash_password(password: String) -> Result<String, AccountError> {
-    tokio::task::spawn_blocking(move || {
-        let salt = SaltString::generate(&mut OsRng);
-        Argon2::default()
-            .hash_password(password.as_bytes(), &salt)
-            .map(|h| h.to_string())
-            .map_err(|e| AccountError::Storage(format!("hashing: {e}")))
-    })
-    .await
-    .map_err(|e| AccountError::Storage(format!("hashing task: {e}")))?
-}
-
-async fn verify_password(password: String, hash: String) -> Result<bool, AccountError> {
-    tokio::task::spawn_blocking(move || {
-        let parsed = PasswordHash::new(&hash)
-            .map_err(|e| AccountError::Storage(format!("stored hash: {e}")))?;
-        Ok(Argon2::default()
-            .verify_password(password.as_bytes(), &parsed)
-            .is_ok())
-    })
-    .await
-    .map_err(|e| AccountError::Storage(format!("hashing task: {e}")))?
+impl From<HashError> for AccountError {
+    fn from(e: HashError) -> Self {
+        match e {
+            HashError::Busy => AccountError::Busy,
+            HashError::Failed(cause) => AccountError::Storage(cause),
+        }
+    }
 }
 
 /// Checks a registration and hashes its password: the new account and its hash.
 async fn prepare_registration(
+    hasher: &HashPool,
     username: &str,
     password: &str,
 ) -> Result<(Account, String), AccountError> {
     check_username(username)?;
     check_password(username, password)?;
-    let hash = hash_password(password.to_owned()).await?;
+    let hash = hasher.hash(password.to_owned()).await?;
     Ok((
         Account {
             id: PlayerId::new(),
@@ -204,15 +194,16 @@ pub trait Accounts: Send + Sync + 'static {
 #[derive(Clone)]
 pub struct PgAccounts {
     pool: PgPool,
+    hasher: HashPool,
 }
 
 /// The migrations in `migrations/`, embedded at build time (no database needed to build).
 pub static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("../../migrations");
 
 impl PgAccounts {
-    /// Uses this pool (run [`MIGRATOR`] first).
-    pub fn new(pool: PgPool) -> PgAccounts {
-        PgAccounts { pool }
+    /// Uses this pool (run [`MIGRATOR`] first) and this hashing pool.
+    pub fn new(pool: PgPool, hasher: HashPool) -> PgAccounts {
+        PgAccounts { pool, hasher }
     }
 }
 
@@ -235,7 +226,7 @@ impl Accounts for PgAccounts {
     }
 
     async fn register(&self, username: &str, password: &str) -> Result<Account, AccountError> {
-        let (account, hash) = prepare_registration(username, password).await?;
+        let (account, hash) = prepare_registration(&self.hasher, username, password).await?;
         sqlx::query(
             "INSERT INTO players (id, username, username_key, password_hash, guest) VALUES ($1, $2, $3, $4, false)",
         )
@@ -261,7 +252,7 @@ impl Accounts for PgAccounts {
         let Some((id, name, Some(hash))) = row else {
             return Err(AccountError::BadCredentials);
         };
-        if verify_password(password.to_owned(), hash).await? {
+        if self.hasher.verify(password.to_owned(), hash).await? {
             Ok(Account {
                 id: PlayerId(id),
                 name,
@@ -273,10 +264,57 @@ impl Accounts for PgAccounts {
     }
 }
 
+/// Removes guests created more than `older_than` ago that have no finished game (no row
+/// in `games` names them), at most `batch` per statement, until none is left; returns how
+/// many were removed. Guests with a finished game are kept, so their games stay linked to
+/// a player page. Safe to run on several gateways at once: each batch locks its rows with
+/// `FOR UPDATE SKIP LOCKED`, so two instances never wait on or delete the same rows.
+pub async fn expire_guests(
+    pool: &PgPool,
+    older_than: Duration,
+    batch: i64,
+) -> Result<u64, AccountError> {
+    let age_ms = i64::try_from(older_than.as_millis()).unwrap_or(i64::MAX);
+    let mut removed = 0;
+    loop {
+        let done = sqlx::query(
+            "DELETE FROM players WHERE id IN (
+                 SELECT p.id FROM players p
+                 WHERE p.guest
+                   AND p.created_at < now() - make_interval(secs => $1::double precision / 1000)
+                   AND NOT EXISTS (SELECT 1 FROM games g WHERE g.white_id = p.id)
+                   AND NOT EXISTS (SELECT 1 FROM games g WHERE g.black_id = p.id)
+                 ORDER BY p.created_at
+                 LIMIT $2
+                 FOR UPDATE SKIP LOCKED)",
+        )
+        .bind(age_ms)
+        .bind(batch.max(1))
+        .execute(pool)
+        .await?
+        .rows_affected();
+        removed += done;
+        if done < u64::try_from(batch.max(1)).unwrap_or(u64::MAX) {
+            return Ok(removed);
+        }
+    }
+}
+
 /// Accounts in memory (unit tests and the single-process mode).
-#[derive(Clone, Default)]
+#[derive(Clone)]
 pub struct MemoryAccounts {
     inner: Arc<Mutex<HashMap<String, (Account, String)>>>,
+    hasher: HashPool,
+}
+
+impl MemoryAccounts {
+    /// No accounts yet; passwords hashed on `hasher`.
+    pub fn new(hasher: HashPool) -> MemoryAccounts {
+        MemoryAccounts {
+            inner: Arc::default(),
+            hasher,
+        }
+    }
 }
 
 impl Accounts for MemoryAccounts {
@@ -289,7 +327,7 @@ impl Accounts for MemoryAccounts {
     }
 
     async fn register(&self, username: &str, password: &str) -> Result<Account, AccountError> {
-        let (account, hash) = prepare_registration(username, password).await?;
+        let (account, hash) = prepare_registration(&self.hasher, username, password).await?;
         let mut map = self.inner.lock().unwrap_or_else(|p| p.into_inner());
         let key = username.to_ascii_lowercase();
         if map.contains_key(&key) {
@@ -309,7 +347,7 @@ impl Accounts for MemoryAccounts {
         let Some((account, hash)) = entry else {
             return Err(AccountError::BadCredentials);
         };
-        if verify_password(password.to_owned(), hash).await? {
+        if self.hasher.verify(password.to_owned(), hash).await? {
             Ok(account)
         } else {
             Err(AccountError::BadCredentials)
@@ -337,7 +375,7 @@ mod tests {
 
     #[tokio::test]
     async fn memory_accounts_register_and_log_in() {
-        let accounts = MemoryAccounts::default();
+        let accounts = MemoryAccounts::new(HashPool::new(1, 4).expect("a hashing thread"));
         let a = accounts
             .register("Ann", "correct horse")
             .await

@@ -3,7 +3,11 @@
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use frontier_platform::config::{JwtArgs, NamespaceArgs, NatsArgs, PostgresArgs, parse_duration};
+use frontier_platform::config::{
+    JwtArgs, NamespaceArgs, NatsArgs, PostgresArgs, RedisArgs, parse_duration,
+};
+
+use crate::limits::LimitArgs;
 
 /// gateway: the WebSocket and HTTP edge.
 #[derive(Debug, Clone, clap::Parser)]
@@ -37,6 +41,15 @@ pub struct Config {
     /// Postgres.
     #[command(flatten)]
     pub postgres: PostgresArgs,
+    /// Redis (the abuse limits every gateway shares).
+    #[command(flatten)]
+    pub redis: RedisArgs,
+    /// Abuse limits, password hashing and guest expiry.
+    #[command(flatten)]
+    pub limits: LimitArgs,
+    /// Where to serve Prometheus metrics (`/metrics`), e.g. refusals by reason.
+    #[arg(long, env = "FRONTIER_GATEWAY_METRICS_LISTEN")]
+    pub metrics_listen: Option<SocketAddr>,
     /// Namespace.
     #[command(flatten)]
     pub namespace: NamespaceArgs,

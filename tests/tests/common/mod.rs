@@ -21,6 +21,19 @@ use tokio_tungstenite::tungstenite::Message;
 /// The JWT secret every gateway of a test platform shares.
 pub const JWT_SECRET: &str = "integration-test-secret-0123456789abcdef";
 
+/// Abuse limits far above what any test does (a test that checks a limit sets its own).
+pub const GENEROUS_LIMITS: &[(&str, &str)] = &[
+    ("--guest-limit", "100000/1s"),
+    ("--register-limit", "100000/1s"),
+    ("--login-limit", "100000/1s"),
+    ("--login-free-failures", "100000"),
+    ("--ws-per-address", "100000"),
+    ("--ws-per-player", "1000"),
+    ("--board-limit", "100000/1s"),
+    ("--waiting-boards", "10000"),
+    ("--hash-queue", "64"),
+];
+
 /// How long a test waits for a frame before failing.
 pub const WAIT: Duration = Duration::from_secs(30);
 
@@ -46,6 +59,18 @@ impl Platform {
         gateways: usize,
         sessions: usize,
         layout: Option<&str>,
+    ) -> anyhow::Result<Platform> {
+        Platform::start_with(gateways, sessions, layout, &[]).await
+    }
+
+    /// As [`Platform::start`], with gateway flags (`("--login-limit", "3/1s")`, …) that
+    /// replace the harness's own. The harness raises every abuse limit far above what a
+    /// test does, so only a test that sets a limit meets it.
+    pub async fn start_with(
+        gateways: usize,
+        sessions: usize,
+        layout: Option<&str>,
+        gateway_flags: &[(&str, &str)],
     ) -> anyhow::Result<Platform> {
         let namespace = frontier_testkit::unique_namespace();
         let database_url = frontier_testkit::fresh_database().await?;
@@ -107,7 +132,7 @@ impl Platform {
         }
         for i in 0..gateways {
             let session = platform.sessions[i % sessions];
-            let args = vec![
+            let mut args = vec![
                 "gateway".to_owned(),
                 "--game-session-urls".into(),
                 format!("http://{session}"),
@@ -121,7 +146,17 @@ impl Platform {
                 JWT_SECRET.into(),
                 "--public-url".into(),
                 "https://frontier.test".into(),
+                "--redis-url".into(),
+                frontier_testkit::redis_url(),
             ];
+            for (flag, value) in GENEROUS_LIMITS
+                .iter()
+                .filter(|(flag, _)| !gateway_flags.iter().any(|(f, _)| f == flag))
+                .chain(gateway_flags)
+            {
+                args.push((*flag).to_owned());
+                args.push((*value).to_owned());
+            }
             let config = frontier_gateway::Config::try_parse_from(args)?;
             let shutdown = Shutdown::new();
             let state = frontier_gateway::build(&config, shutdown.clone()).await?;
