@@ -127,7 +127,7 @@ mod tests {
 
     #[tokio::test]
     async fn hashes_verify_and_a_full_queue_refuses_at_once() {
-        let pool = HashPool::new(1, 0).expect("threads");
+        let pool = HashPool::new(1, 1).expect("threads");
         let hash = pool.hash("correct horse".into()).await.expect("hash");
         assert!(
             pool.verify("correct horse".into(), hash.clone())
@@ -140,7 +140,8 @@ mod tests {
                 .await
                 .expect("verify")
         );
-        // Many at once on one thread and no queue: some are refused, none wait forever.
+        // Many at once on one thread and a queue of one: some are refused, none wait
+        // forever.
         let attempts = (0..16).map(|_| pool.verify("wrong horse".into(), hash.clone()));
         let results = futures_util::future::join_all(attempts).await;
         let busy = results
