@@ -6,15 +6,15 @@ mod common;
 use std::sync::Arc;
 use std::time::Duration;
 
+use clap::Parser as _;
 use common::{Client, start_game};
 use frontier_game_session::bus::MemoryBus;
 use frontier_game_session::service::{GameService, RandomLayouts, Settings, SystemClock};
 use frontier_game_session::store::MemoryStore;
-use clap::Parser as _;
 use frontier_gateway::accounts::MemoryAccounts;
 use frontier_gateway::hashing::HashPool;
-use frontier_gateway::limits::Limits;
 use frontier_gateway::hub::{Hub, LocalSource};
+use frontier_gateway::limits::Limits;
 use frontier_platform::local_bus::LocalBus;
 use frontier_platform::{JwtKeys, Namespace, Shutdown};
 use serde_json::json;
@@ -32,12 +32,9 @@ async fn a_game_plays_through_in_memory_adapters() -> anyhow::Result<()> {
         Settings::default(),
     ));
     // The gateway's defaults (no Redis: the limits let everything through).
-    let limit_args = frontier_gateway::Config::try_parse_from([
-        "gateway",
-        "--jwt-secret",
-        common::JWT_SECRET,
-    ])?
-    .limits;
+    let limit_args =
+        frontier_gateway::Config::try_parse_from(["gateway", "--jwt-secret", common::JWT_SECRET])?
+            .limits;
     let grpc = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
     let grpc_addr = grpc.local_addr()?;
     tokio::spawn(frontier_game_session::serve(

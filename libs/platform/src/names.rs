@@ -166,7 +166,10 @@ mod tests {
             ns.game_log_key(&id),
             "t-1:game:{0190c6a0-0000-7000-8000-000000000001}:log"
         );
-        assert_eq!(ns.rate_limit_key("login", "127.0.0.1"), "t-1:limit:login:127.0.0.1");
+        assert_eq!(
+            ns.rate_limit_key("login", "127.0.0.1"),
+            "t-1:limit:login:127.0.0.1"
+        );
         assert_eq!(ns.waiting_boards_key("p"), "t-1:waiting:p");
         assert!(Namespace::new("a.b").is_err());
         assert!(Namespace::new("").is_err());

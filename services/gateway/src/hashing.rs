@@ -150,7 +150,9 @@ mod tests {
             .count();
         assert!(busy > 0, "a saturated pool refuses");
         assert!(
-            results.iter().all(|r| matches!(r, Ok(false) | Err(HashError::Busy))),
+            results
+                .iter()
+                .all(|r| matches!(r, Ok(false) | Err(HashError::Busy))),
             "the rest are answered"
         );
     }

@@ -58,7 +58,11 @@ impl From<Refused> for ApiError {
             "login_failures" => "too many failed logins for this username; try again later",
             _ => "too many requests; try again later",
         };
-        let error = ApiError::new(StatusCode::TOO_MANY_REQUESTS, ErrorCode::RateLimited, message);
+        let error = ApiError::new(
+            StatusCode::TOO_MANY_REQUESTS,
+            ErrorCode::RateLimited,
+            message,
+        );
         match r.retry_after {
             Some(after) => error.retry_after(after),
             None => error,
@@ -88,8 +92,12 @@ impl From<AccountError> for ApiError {
             }
             AccountError::Busy => {
                 count_refusal("hash_busy");
-                ApiError::new(StatusCode::SERVICE_UNAVAILABLE, ErrorCode::Unavailable, message)
-                    .retry_after(HASH_BUSY_RETRY)
+                ApiError::new(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    ErrorCode::Unavailable,
+                    message,
+                )
+                .retry_after(HASH_BUSY_RETRY)
             }
             AccountError::Storage(cause) => {
                 tracing::error!(error = %cause, "account storage failed");
@@ -145,11 +153,7 @@ fn client_subject<A: Accounts>(
     peer: SocketAddr,
     headers: &HeaderMap,
 ) -> String {
-    address_subject(client_ip(
-        peer,
-        headers,
-        &state.limits.args.trusted_proxies,
-    ))
+    address_subject(client_ip(peer, headers, &state.limits.args.trusted_proxies))
 }
 
 /// A token and who it is for.

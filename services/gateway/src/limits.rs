@@ -90,9 +90,12 @@ impl Cidr {
     /// Whether `ip` is in the range (an IPv4-mapped IPv6 address counts as IPv4).
     pub fn contains(&self, ip: IpAddr) -> bool {
         match (self.network, canonical(ip)) {
-            (IpAddr::V4(n), IpAddr::V4(a)) => {
-                prefix_eq(u128::from(n.to_bits()), u128::from(a.to_bits()), self.bits, 32)
-            }
+            (IpAddr::V4(n), IpAddr::V4(a)) => prefix_eq(
+                u128::from(n.to_bits()),
+                u128::from(a.to_bits()),
+                self.bits,
+                32,
+            ),
             (IpAddr::V6(n), IpAddr::V6(a)) => prefix_eq(n.to_bits(), a.to_bits(), self.bits, 128),
             _ => false,
         }
@@ -622,8 +625,14 @@ impl Limits {
     /// Reserves one of `player`'s waiting-board slots as `reservation` (an `r:` id),
     /// while the board is being created.
     pub async fn reserve_waiting(&self, player: &str, reservation: &str) -> Reservation {
-        self.waiting_add(player, reservation, RESERVATION_TTL, "", self.args.waiting_boards)
-            .await
+        self.waiting_add(
+            player,
+            reservation,
+            RESERVATION_TTL,
+            "",
+            self.args.waiting_boards,
+        )
+        .await
     }
 
     /// The board `game` was created under `reservation`: it counts until it starts.
@@ -673,7 +682,11 @@ impl Limits {
 }
 
 fn limit_error(what: &'static str, error: &str) {
-    tracing::warn!(limit = what, error, "limit check failed; letting the request through");
+    tracing::warn!(
+        limit = what,
+        error,
+        "limit check failed; letting the request through"
+    );
     metrics::counter!("frontier_gateway_limit_errors_total", "limit" => what).increment(1);
 }
 

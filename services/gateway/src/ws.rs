@@ -195,7 +195,8 @@ pub async fn serve<A: Accounts>(socket: WebSocket, state: Arc<AppState<A>>, clie
     let auth_deadline = tokio::time::sleep(state.settings.auth_timeout);
     tokio::pin!(auth_deadline);
     // The connection's slots are leases: refreshed well before they run out.
-    let mut lease = tokio::time::interval((state.limits.args.ws_lease / 3).max(Duration::from_millis(100)));
+    let mut lease =
+        tokio::time::interval((state.limits.args.ws_lease / 3).max(Duration::from_millis(100)));
     lease.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     lease.tick().await;
     loop {
@@ -554,8 +555,7 @@ impl<A: Accounts> Connection<A> {
                 freed = true;
             }
         }
-        freed
-            && limits.reserve_waiting(player, reservation).await == Reservation::Reserved
+        freed && limits.reserve_waiting(player, reservation).await == Reservation::Reserved
     }
 
     /// Whether `game` still waits for its second player (version 1: only its creation).

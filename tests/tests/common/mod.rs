@@ -259,6 +259,69 @@ pub async fn post(addr: SocketAddr, path: &str, body: &str) -> anyhow::Result<(u
     Ok((status, value))
 }
 
+/// An HTTP response: status, headers (names lower-cased) and JSON body.
+#[derive(Debug)]
+pub struct Response {
+    /// The status code.
+    pub status: u16,
+    /// The headers, names lower-cased.
+    pub headers: Vec<(String, String)>,
+    /// The body as JSON (`Null` if it is not JSON).
+    pub body: Value,
+}
+
+impl Response {
+    /// A header's value.
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+/// A minimal HTTP/1.1 POST with extra headers (`X-Forwarded-For`, …).
+pub async fn post_with(
+    addr: SocketAddr,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: &str,
+) -> anyhow::Result<Response> {
+    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+    let mut stream = tokio::net::TcpStream::connect(addr).await?;
+    let extra: String = headers
+        .iter()
+        .map(|(n, v)| format!("{n}: {v}\r\n"))
+        .collect();
+    let request = format!(
+        "POST {path} HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n{extra}Connection: close\r\n\r\n{body}",
+        body.len()
+    );
+    stream.write_all(request.as_bytes()).await?;
+    let mut response = Vec::new();
+    stream.read_to_end(&mut response).await?;
+    let text = String::from_utf8_lossy(&response);
+    let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
+    let mut lines = head.lines();
+    let status: u16 = lines
+        .next()
+        .and_then(|l| l.split_whitespace().nth(1))
+        .context("status line")?
+        .parse()?;
+    let headers = lines
+        .filter_map(|l| l.split_once(':'))
+        .map(|(n, v)| (n.trim().to_ascii_lowercase(), v.trim().to_owned()))
+        .collect();
+    let json_start = body.find('{').unwrap_or(0);
+    let json_end = body.rfind('}').map_or(body.len(), |i| i + 1);
+    let body = serde_json::from_str(&body[json_start..json_end]).unwrap_or(Value::Null);
+    Ok(Response {
+        status,
+        headers,
+        body,
+    })
+}
+
 /// A guest token.
 pub async fn guest_token(addr: SocketAddr) -> anyhow::Result<(String, String)> {
     let (status, body) = post(addr, "/api/guest", "").await?;
