@@ -26,7 +26,7 @@ export FRONTIER_PUBLIC_URL=${FRONTIER_PUBLIC_URL:-http://$GATEWAY_ADDR}
 pids=()
 trap 'kill "${pids[@]}" 2>/dev/null || true; wait' EXIT INT TERM
 "$TARGET/release/game-session" --listen "$SESSION_ADDR" & pids+=($!)
-"$TARGET/release/gateway" --listen "$GATEWAY_ADDR" --game-session-urls "http://$SESSION_ADDR" & pids+=($!)
+"$TARGET/release/gateway" --listen "$GATEWAY_ADDR" --game-session-urls "http://$SESSION_ADDR" --metrics-listen "${FRONTIER_GATEWAY_METRICS:-127.0.0.1:9102}" & pids+=($!)
 "$TARGET/release/rating" & pids+=($!)
 "$TARGET/release/clock" --game-session-urls "http://$SESSION_ADDR" --metrics-listen "${FRONTIER_CLOCK_METRICS:-127.0.0.1:9101}" & pids+=($!)
 
@@ -38,6 +38,7 @@ Frontier is running.
   HTTP API:   http://$GATEWAY_ADDR/api/guest  /api/register  /api/login
   game-session (gRPC, internal): http://$SESSION_ADDR
   clock metrics:  http://${FRONTIER_CLOCK_METRICS:-127.0.0.1:9101}/metrics
+  gateway metrics (refusals by reason):  http://${FRONTIER_GATEWAY_METRICS:-127.0.0.1:9102}/metrics
 Press Ctrl-C to stop.
 INFO
 wait
