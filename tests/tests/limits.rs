@@ -366,10 +366,10 @@ async fn a_dead_gateways_connection_slots_expire_with_their_lease() -> anyhow::R
     let wait = assert_limited_frame(&refused.next().await?, "slot held by the dead connection");
     let deadline = tokio::time::Instant::now() + common::WAIT;
     let mut wait = wait;
-    loop {
+    let _live = loop {
         tokio::time::sleep(wait).await;
         match Client::with_token(p.gateways[0], "after", &token, &id).await {
-            Ok(_) => break,
+            Ok(client) => break client,
             Err(e) => {
                 anyhow::ensure!(
                     tokio::time::Instant::now() < deadline,
@@ -378,7 +378,13 @@ async fn a_dead_gateways_connection_slots_expire_with_their_lease() -> anyhow::R
                 wait = Duration::from_millis(200);
             }
         }
-    }
+    };
+    // A live connection's lease is refreshed: after twice the lease (nothing to await
+    // here but time) its slot is still taken.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let mut second = Client::connect(p.gateways[0], "second").await?;
+    second.send(json!({"type": "auth", "token": token})).await?;
+    assert_limited_frame(&second.next().await?, "the live connection keeps its slot");
     p.stop().await;
     Ok(())
 }

@@ -8,14 +8,20 @@
 //! of connection ids scored by lease expiry, refreshed while the connection lives), so a
 //! crashed gateway's connections stop counting within one lease.
 //!
+//! In front of Redis, each gateway remembers the windows Redis reported full and until when
+//! ([`LocalRefusals`]): until then it refuses on its own, with no round trip. This never
+//! refuses what Redis would admit — a full sliding window only empties with time — so a
+//! flood from one address costs one Redis call per window slot, not one per request.
+//!
 //! If Redis does not answer (error, or not within [`REDIS_TIMEOUT`]) a check lets the
 //! request through, logs, and counts `frontier_gateway_limit_errors_total`: the limits
 //! protect the platform, they must not take it down with Redis.
 
+use std::collections::HashMap;
 use std::net::{IpAddr, Ipv6Addr, SocketAddr};
 use std::str::FromStr;
-use std::sync::Arc;
-use std::time::Duration;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use axum::http::HeaderMap;
 use frontier_platform::Namespace;
@@ -438,12 +444,42 @@ fn script(body: &str) -> redis::Script {
     redis::Script::new(&format!("{NOW}{body}"))
 }
 
+/// The per-process pre-filter: windows Redis reported full, and until when.
+#[derive(Default)]
+pub struct LocalRefusals {
+    until: Mutex<HashMap<String, Instant>>,
+}
+
+/// Entries kept before expired ones are swept out.
+const LOCAL_SWEEP_AT: usize = 10_000;
+
+impl LocalRefusals {
+    /// How long `key` is still known to be full at `now`, if it is.
+    pub fn blocked(&self, key: &str, now: Instant) -> Option<Duration> {
+        let map = self.until.lock().unwrap_or_else(|p| p.into_inner());
+        map.get(key)
+            .and_then(|until| until.checked_duration_since(now))
+            .filter(|d| !d.is_zero())
+    }
+
+    /// Redis reported `key` full until `until`.
+    pub fn block(&self, key: String, until: Instant) {
+        let mut map = self.until.lock().unwrap_or_else(|p| p.into_inner());
+        if map.len() >= LOCAL_SWEEP_AT {
+            let now = Instant::now();
+            map.retain(|_, u| *u > now);
+        }
+        map.insert(key, until);
+    }
+}
+
 /// The limits, on Redis; [`Limits::disabled`] lets everything through (in-memory mode).
 #[derive(Clone)]
 pub struct Limits {
     redis: Option<ConnectionManager>,
     ns: Namespace,
     scripts: Arc<Scripts>,
+    local: Arc<LocalRefusals>,
     /// The configuration.
     pub args: LimitArgs,
 }
@@ -469,6 +505,7 @@ impl Limits {
                 refresh: script(REFRESH_SCRIPT),
                 waiting_add: script(WAITING_ADD_SCRIPT),
             }),
+            local: Arc::default(),
             args,
         }
     }
@@ -510,14 +547,18 @@ impl Limits {
     pub async fn check(&self, window: Window, subject: &str) -> Result<(), Refused> {
         let rate = self.window_rate(window);
         let key = self.ns.rate_limit_key(window.name(), subject);
+        if let Some(wait) = self.local.blocked(&key, Instant::now()) {
+            return Err(Refused::new(window.reason(), Some(wait)));
+        }
         let member = uuid::Uuid::new_v4().to_string();
-        let mut call = self.scripts.window.key(key);
+        let mut call = self.scripts.window.key(&key);
         call.arg(rate.count).arg(ms(rate.window)).arg(member);
         match self.invoke::<u64>(window.name(), call).await {
-            Some(wait) if wait > 0 => Err(Refused::new(
-                window.reason(),
-                Some(Duration::from_millis(wait)),
-            )),
+            Some(wait) if wait > 0 => {
+                let wait = Duration::from_millis(wait);
+                self.local.block(key, Instant::now() + wait);
+                Err(Refused::new(window.reason(), Some(wait)))
+            }
             _ => Ok(()),
         }
     }
@@ -760,6 +801,20 @@ mod tests {
             client_ip(peer("127.0.0.1"), &headers, &trusted),
             "127.0.0.1".parse::<IpAddr>().expect("ip")
         );
+    }
+
+    #[test]
+    fn the_local_prefilter_refuses_only_until_the_time_redis_gave() {
+        let local = LocalRefusals::default();
+        let now = Instant::now();
+        assert_eq!(local.blocked("k", now), None);
+        local.block("k".into(), now + Duration::from_millis(300));
+        assert_eq!(
+            local.blocked("k", now + Duration::from_millis(100)),
+            Some(Duration::from_millis(200))
+        );
+        assert_eq!(local.blocked("k", now + Duration::from_millis(300)), None);
+        assert_eq!(local.blocked("other", now), None);
     }
 
     #[test]

@@ -14,7 +14,9 @@
 //!
 //! With `--login-flood N`, N keep-alive connections send wrong-password logins for one
 //! registered account back to back while the pairs play, and it reports how many were
-//! answered and how (401 checked, 429 rate-limited, 503 hashing saturated). The pairs
+//! answered and how (401 checked, 429 rate-limited, 503 hashing saturated);
+//! `--flood-rate R` paces the flood to R attempts a second in all (default: as fast as
+//! the answers come). The pairs
 //! create many guests and boards from one address: start the gateway with generous
 //! `FRONTIER_GUEST_LIMIT` / `FRONTIER_BOARD_LIMIT` (see docs/benchmarks.md).
 //!
@@ -40,6 +42,7 @@ struct Args {
     seconds: u64,
     flags: usize,
     login_flood: usize,
+    flood_rate: Option<f64>,
 }
 
 fn args() -> anyhow::Result<Args> {
@@ -49,6 +52,7 @@ fn args() -> anyhow::Result<Args> {
         seconds: 15,
         flags: 0,
         login_flood: 0,
+        flood_rate: None,
     };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
@@ -59,6 +63,7 @@ fn args() -> anyhow::Result<Args> {
             "--seconds" => a.seconds = value.parse()?,
             "--flags" => a.flags = value.parse()?,
             "--login-flood" => a.login_flood = value.parse()?,
+            "--flood-rate" => a.flood_rate = Some(value.parse()?),
             other => anyhow::bail!("unknown argument {other}"),
         }
     }
@@ -124,11 +129,16 @@ async fn login_flood(
     addr: String,
     username: String,
     deadline: Instant,
+    every: Option<Duration>,
 ) -> anyhow::Result<std::collections::BTreeMap<u16, u64>> {
     let mut statuses = std::collections::BTreeMap::new();
     let mut stream = tokio::io::BufReader::new(tokio::net::TcpStream::connect(&addr).await?);
     let body = json!({"username": username, "password": "not the password"}).to_string();
+    let mut pace = every.map(tokio::time::interval);
     while Instant::now() < deadline {
+        if let Some(pace) = &mut pace {
+            pace.tick().await;
+        }
         let status = match keep_alive_post(&mut stream, &addr, "/api/login", &body).await {
             Ok(s) => s,
             Err(_) => {
@@ -282,14 +292,21 @@ async fn main() -> anyhow::Result<()> {
     if args.login_flood > 0 {
         // The target: a registered account (a fresh name per run).
         let username = format!("victim{}", std::process::id());
-        let mut s =
-            tokio::io::BufReader::new(tokio::net::TcpStream::connect(&args.addr).await?);
+        let mut s = tokio::io::BufReader::new(tokio::net::TcpStream::connect(&args.addr).await?);
         let body = json!({"username": username, "password": "correct horse battery"});
-        let status = keep_alive_post(&mut s, &args.addr, "/api/register", &body.to_string())
-            .await?;
+        let status =
+            keep_alive_post(&mut s, &args.addr, "/api/register", &body.to_string()).await?;
         anyhow::ensure!(status == 201, "registering the flood's target: {status}");
+        let every = args
+            .flood_rate
+            .map(|r| Duration::from_secs_f64(args.login_flood as f64 / r.max(0.001)));
         for _ in 0..args.login_flood {
-            flood.spawn(login_flood(args.addr.clone(), username.clone(), deadline));
+            flood.spawn(login_flood(
+                args.addr.clone(),
+                username.clone(),
+                deadline,
+                every,
+            ));
         }
     }
     let mut all = Vec::new();
