@@ -348,7 +348,7 @@ async fn main() -> anyhow::Result<()> {
         println!(
             "login flood ({} connections): {total} attempts, {:.0}/s; by status {statuses:?}",
             args.login_flood,
-            total as f64 / elapsed
+            total as f64 / args.seconds.max(1) as f64
         );
     }
     if args.flags > 0 {
