@@ -3,7 +3,9 @@
 //! A hash costs tens of milliseconds of CPU and 19 MiB of memory. On tokio's blocking pool
 //! (up to 512 threads) a login flood would run hundreds at once and starve the WebSocket
 //! relay of CPU. Here at most `threads` hashes run at a time and at most `queue` wait; a
-//! request beyond that is refused at once ([`HashError::Busy`]) instead of queueing.
+//! request beyond that is refused at once ([`HashError::Busy`]) instead of queueing. The
+//! threads run at a lower scheduling priority (`nice`, Linux), so when the CPU is short the
+//! relay's threads get it first and logins wait, not moves.
 
 use std::sync::mpsc::{Receiver, SyncSender, TrySendError};
 use std::sync::{Arc, Mutex};
@@ -45,13 +47,22 @@ pub struct HashPool {
 impl HashPool {
     /// Starts `threads` (at least 1) hashing threads with room for `queue` waiting jobs.
     pub fn new(threads: usize, queue: usize) -> std::io::Result<HashPool> {
+        HashPool::with_nice(threads, queue, 0)
+    }
+
+    /// As [`HashPool::new`], the threads at scheduling priority `nice` (0 to 19; Linux
+    /// only, ignored elsewhere).
+    pub fn with_nice(threads: usize, queue: usize, nice: i32) -> std::io::Result<HashPool> {
         let (jobs, rx) = std::sync::mpsc::sync_channel::<Job>(queue);
         let rx = Arc::new(Mutex::new(rx));
         for i in 0..threads.max(1) {
             let rx = rx.clone();
             std::thread::Builder::new()
                 .name(format!("argon2-{i}"))
-                .spawn(move || work(&rx))?;
+                .spawn(move || {
+                    lower_priority(nice);
+                    work(&rx);
+                })?;
         }
         Ok(HashPool { jobs })
     }
@@ -85,6 +96,22 @@ impl HashPool {
         })
     }
 }
+
+/// Lowers the calling thread's priority (on Linux `setpriority` on a thread id applies to
+/// that thread only).
+#[cfg(target_os = "linux")]
+fn lower_priority(nice: i32) {
+    if nice <= 0 {
+        return;
+    }
+    let tid = rustix::thread::gettid();
+    if let Err(e) = rustix::process::setpriority_process(Some(tid), nice.min(19)) {
+        tracing::warn!(error = %e, "could not lower the hashing thread's priority");
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+fn lower_priority(_nice: i32) {}
 
 fn work(rx: &Mutex<Receiver<Job>>) {
     loop {

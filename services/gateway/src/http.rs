@@ -143,9 +143,10 @@ impl IntoResponse for ApiError {
                 .headers_mut()
                 .insert(header::RETRY_AFTER, HeaderValue::from(ms.div_ceil(1000)));
         }
-        if self.status == StatusCode::TOO_MANY_REQUESTS {
-            // A refused client reconnects to try again: a flood on kept-alive connections
-            // would otherwise cost only the parsing of each request.
+        if retry_ms.is_some() {
+            // A refused client (429, or 503 from saturated hashing) reconnects to try
+            // again: a flood on kept-alive connections would otherwise cost only the
+            // parsing of each request.
             response
                 .headers_mut()
                 .insert(header::CONNECTION, HeaderValue::from_static("close"));

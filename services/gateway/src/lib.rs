@@ -90,7 +90,11 @@ pub async fn build(
     let redis = redis::aio::ConnectionManager::new(redis)
         .await
         .context("connecting to Redis")?;
-    let hasher = HashPool::new(config.limits.hash_threads, config.limits.hash_queue)
+    let hasher = HashPool::with_nice(
+        config.limits.hash_threads,
+        config.limits.hash_queue,
+        config.limits.hash_nice,
+    )
         .context("starting the password-hashing threads")?;
     tokio::spawn(sweep_guests(
         pool.clone(),

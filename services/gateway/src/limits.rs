@@ -254,6 +254,10 @@ pub struct LimitArgs {
     /// refused at once (503).
     #[arg(long, env = "FRONTIER_HASH_QUEUE", default_value_t = 4)]
     pub hash_queue: usize,
+    /// Scheduling priority (`nice`, 0–19) of the hashing threads: above 0 they yield the
+    /// CPU to the threads relaying moves when it is short.
+    #[arg(long, env = "FRONTIER_HASH_NICE", default_value_t = 10)]
+    pub hash_nice: i32,
     /// Guests without a finished game are removed this long after their creation.
     #[arg(long, env = "FRONTIER_GUEST_TTL", default_value = "7d", value_parser = parse_duration)]
     pub guest_ttl: Duration,
