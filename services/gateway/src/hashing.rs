@@ -3,12 +3,15 @@
 //! A hash costs tens of milliseconds of CPU and 19 MiB of memory. On tokio's blocking pool
 //! (up to 512 threads) a login flood would run hundreds at once and starve the WebSocket
 //! relay of CPU. Here at most `threads` hashes run at a time and at most `queue` wait; a
-//! request beyond that is refused at once ([`HashError::Busy`]) instead of queueing. The
+//! request beyond that is refused at once ([`HashError::Busy`]) instead of queueing. A
+//! token bucket also bounds how many hashes a second start (a memory-hard hash slows its
+//! neighbours through the shared caches, not only through the CPU it takes). The
 //! threads run at a lower scheduling priority (`nice`, Linux), so when the CPU is short the
 //! relay's threads get it first and logins wait, not moves.
 
 use std::sync::mpsc::{Receiver, SyncSender, TrySendError};
 use std::sync::{Arc, Mutex};
+use std::time::Instant;
 
 use argon2::Argon2;
 use argon2::password_hash::rand_core::OsRng;
@@ -42,19 +45,73 @@ enum Job {
 #[derive(Clone)]
 pub struct HashPool {
     jobs: SyncSender<Job>,
+    rate: Arc<Mutex<Bucket>>,
+}
+
+/// How the pool is bounded.
+#[derive(Debug, Clone, Copy)]
+pub struct PoolLimits {
+    /// Hashing threads (at least 1).
+    pub threads: usize,
+    /// Jobs that may wait for a thread.
+    pub queue: usize,
+    /// Hashes started per second, on average (bursts of `threads + queue`).
+    pub per_second: f64,
+    /// Scheduling priority of the threads (`nice`, 0–19; Linux only).
+    pub nice: i32,
+}
+
+/// A token bucket.
+struct Bucket {
+    tokens: f64,
+    burst: f64,
+    per_second: f64,
+    last: Instant,
+}
+
+impl Bucket {
+    fn take(&mut self, now: Instant) -> bool {
+        let elapsed = now.saturating_duration_since(self.last).as_secs_f64();
+        self.last = now;
+        self.tokens = (self.tokens + elapsed * self.per_second).min(self.burst);
+        if self.tokens >= 1.0 {
+            self.tokens -= 1.0;
+            true
+        } else {
+            false
+        }
+    }
 }
 
 impl HashPool {
-    /// Starts `threads` (at least 1) hashing threads with room for `queue` waiting jobs.
+    /// Starts `threads` (at least 1) hashing threads with room for `queue` waiting jobs
+    /// (no rate bound, normal priority).
     pub fn new(threads: usize, queue: usize) -> std::io::Result<HashPool> {
-        HashPool::with_nice(threads, queue, 0)
+        HashPool::with_limits(PoolLimits {
+            threads,
+            queue,
+            per_second: f64::INFINITY,
+            nice: 0,
+        })
     }
 
-    /// As [`HashPool::new`], the threads at scheduling priority `nice` (0 to 19; Linux
-    /// only, ignored elsewhere).
-    pub fn with_nice(threads: usize, queue: usize, nice: i32) -> std::io::Result<HashPool> {
+    /// A pool bounded by `limits`.
+    pub fn with_limits(limits: PoolLimits) -> std::io::Result<HashPool> {
+        let PoolLimits {
+            threads,
+            queue,
+            per_second,
+            nice,
+        } = limits;
         let (jobs, rx) = std::sync::mpsc::sync_channel::<Job>(queue);
         let rx = Arc::new(Mutex::new(rx));
+        let burst = (threads.max(1) + queue) as f64;
+        let rate = Arc::new(Mutex::new(Bucket {
+            tokens: burst,
+            burst,
+            per_second,
+            last: Instant::now(),
+        }));
         for i in 0..threads.max(1) {
             let rx = rx.clone();
             std::thread::Builder::new()
@@ -64,7 +121,7 @@ impl HashPool {
                     work(&rx);
                 })?;
         }
-        Ok(HashPool { jobs })
+        Ok(HashPool { jobs, rate })
     }
 
     /// Hashes a new password (a PHC string with a fresh salt).
@@ -90,6 +147,14 @@ impl HashPool {
     }
 
     fn submit(&self, job: Job) -> Result<(), HashError> {
+        let admitted = self
+            .rate
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take(Instant::now());
+        if !admitted {
+            return Err(HashError::Busy);
+        }
         self.jobs.try_send(job).map_err(|e| match e {
             TrySendError::Full(_) => HashError::Busy,
             TrySendError::Disconnected(_) => HashError::Failed("no hashing thread".into()),
@@ -151,6 +216,24 @@ fn work(rx: &Mutex<Receiver<Job>>) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[tokio::test]
+    async fn the_rate_bound_refuses_past_its_burst() {
+        let pool = HashPool::with_limits(PoolLimits {
+            threads: 1,
+            queue: 1,
+            per_second: 0.001,
+            nice: 0,
+        })
+        .expect("threads");
+        // A burst of threads + queue = 2, one after the other, then nothing for ~1000 s.
+        assert!(pool.hash("first one".into()).await.is_ok());
+        assert!(pool.hash("second one".into()).await.is_ok());
+        assert!(matches!(
+            pool.hash("third one".into()).await,
+            Err(HashError::Busy)
+        ));
+    }
 
     #[tokio::test]
     async fn hashes_verify_and_a_full_queue_refuses_at_once() {

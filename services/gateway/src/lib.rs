@@ -90,12 +90,13 @@ pub async fn build(
     let redis = redis::aio::ConnectionManager::new(redis)
         .await
         .context("connecting to Redis")?;
-    let hasher = HashPool::with_nice(
-        config.limits.hash_threads,
-        config.limits.hash_queue,
-        config.limits.hash_nice,
-    )
-        .context("starting the password-hashing threads")?;
+    let hasher = HashPool::with_limits(hashing::PoolLimits {
+        threads: config.limits.hash_threads,
+        queue: config.limits.hash_queue,
+        per_second: config.limits.hash_rate,
+        nice: config.limits.hash_nice,
+    })
+    .context("starting the password-hashing threads")?;
     tokio::spawn(sweep_guests(
         pool.clone(),
         config.limits.guest_ttl,

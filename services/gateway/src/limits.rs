@@ -254,6 +254,10 @@ pub struct LimitArgs {
     /// refused at once (503).
     #[arg(long, env = "FRONTIER_HASH_QUEUE", default_value_t = 4)]
     pub hash_queue: usize,
+    /// Password hashes started per second on this gateway, on average (bursts of threads +
+    /// queue); beyond that, refused at once (503).
+    #[arg(long, env = "FRONTIER_HASH_RATE", default_value_t = 10.0)]
+    pub hash_rate: f64,
     /// Scheduling priority (`nice`, 0–19) of the hashing threads: above 0 they yield the
     /// CPU to the threads relaying moves when it is short.
     #[arg(long, env = "FRONTIER_HASH_NICE", default_value_t = 10)]

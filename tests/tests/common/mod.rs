@@ -32,6 +32,7 @@ pub const GENEROUS_LIMITS: &[(&str, &str)] = &[
     ("--board-limit", "100000/1s"),
     ("--waiting-boards", "10000"),
     ("--hash-queue", "64"),
+    ("--hash-rate", "100000"),
 ];
 
 /// How long a test waits for a frame before failing.
