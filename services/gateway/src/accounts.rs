@@ -188,6 +188,9 @@ pub trait Accounts: Send + Sync + 'static {
         username: &str,
         password: &str,
     ) -> impl Future<Output = Result<Account, AccountError>> + Send;
+    /// Whether password hashing would refuse a job now (login and registration are then
+    /// refused before any other work).
+    fn hashing_saturated(&self) -> bool;
 }
 
 /// Accounts in Postgres.
@@ -208,6 +211,10 @@ impl PgAccounts {
 }
 
 impl Accounts for PgAccounts {
+    fn hashing_saturated(&self) -> bool {
+        self.hasher.saturated()
+    }
+
     async fn create_guest(&self) -> Result<Account, AccountError> {
         let account = Account {
             id: PlayerId::new(),
@@ -318,6 +325,10 @@ impl MemoryAccounts {
 }
 
 impl Accounts for MemoryAccounts {
+    fn hashing_saturated(&self) -> bool {
+        self.hasher.saturated()
+    }
+
     async fn create_guest(&self) -> Result<Account, AccountError> {
         Ok(Account {
             id: PlayerId::new(),

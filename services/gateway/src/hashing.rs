@@ -9,6 +9,7 @@
 //! threads run at a lower scheduling priority (`nice`, Linux), so when the CPU is short the
 //! relay's threads get it first and logins wait, not moves.
 
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc::{Receiver, SyncSender, TrySendError};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
@@ -46,6 +47,9 @@ enum Job {
 pub struct HashPool {
     jobs: SyncSender<Job>,
     rate: Arc<Mutex<Bucket>>,
+    /// Jobs accepted and not yet finished.
+    pending: Arc<AtomicUsize>,
+    capacity: usize,
 }
 
 /// How the pool is bounded.
@@ -70,10 +74,14 @@ struct Bucket {
 }
 
 impl Bucket {
-    fn take(&mut self, now: Instant) -> bool {
+    fn refill(&mut self, now: Instant) {
         let elapsed = now.saturating_duration_since(self.last).as_secs_f64();
         self.last = now;
         self.tokens = (self.tokens + elapsed * self.per_second).min(self.burst);
+    }
+
+    fn take(&mut self, now: Instant) -> bool {
+        self.refill(now);
         if self.tokens >= 1.0 {
             self.tokens -= 1.0;
             true
@@ -112,16 +120,34 @@ impl HashPool {
             per_second,
             last: Instant::now(),
         }));
+        let pending = Arc::new(AtomicUsize::new(0));
         for i in 0..threads.max(1) {
             let rx = rx.clone();
+            let pending = pending.clone();
             std::thread::Builder::new()
                 .name(format!("argon2-{i}"))
                 .spawn(move || {
                     lower_priority(nice);
-                    work(&rx);
+                    work(&rx, &pending);
                 })?;
         }
-        Ok(HashPool { jobs, rate })
+        Ok(HashPool {
+            jobs,
+            rate,
+            pending,
+            capacity: threads.max(1) + queue,
+        })
+    }
+
+    /// Whether a hash asked for now would surely be refused: a cheap check before any
+    /// other work for a login or registration.
+    pub fn saturated(&self) -> bool {
+        if self.pending.load(Ordering::Relaxed) >= self.capacity {
+            return true;
+        }
+        let mut rate = self.rate.lock().unwrap_or_else(|p| p.into_inner());
+        rate.refill(Instant::now());
+        rate.tokens < 1.0
     }
 
     /// Hashes a new password (a PHC string with a fresh salt).
@@ -155,9 +181,13 @@ impl HashPool {
         if !admitted {
             return Err(HashError::Busy);
         }
-        self.jobs.try_send(job).map_err(|e| match e {
-            TrySendError::Full(_) => HashError::Busy,
-            TrySendError::Disconnected(_) => HashError::Failed("no hashing thread".into()),
+        self.pending.fetch_add(1, Ordering::Relaxed);
+        self.jobs.try_send(job).map_err(|e| {
+            self.pending.fetch_sub(1, Ordering::Relaxed);
+            match e {
+                TrySendError::Full(_) => HashError::Busy,
+                TrySendError::Disconnected(_) => HashError::Failed("no hashing thread".into()),
+            }
         })
     }
 }
@@ -178,7 +208,7 @@ fn lower_priority(nice: i32) {
 #[cfg(not(target_os = "linux"))]
 fn lower_priority(_nice: i32) {}
 
-fn work(rx: &Mutex<Receiver<Job>>) {
+fn work(rx: &Mutex<Receiver<Job>>, pending: &AtomicUsize) {
     loop {
         // Hold the lock only to take a job, never while hashing.
         let job = {
@@ -186,29 +216,34 @@ fn work(rx: &Mutex<Receiver<Job>>) {
             guard.recv()
         };
         let Ok(job) = job else { return };
-        match job {
-            Job::Hash { password, reply } => {
-                let salt = SaltString::generate(&mut OsRng);
-                let hashed = Argon2::default()
-                    .hash_password(password.as_bytes(), &salt)
-                    .map(|h| h.to_string())
-                    .map_err(|e| HashError::Failed(e.to_string()));
-                let _ = reply.send(hashed);
-            }
-            Job::Verify {
-                password,
-                hash,
-                reply,
-            } => {
-                let answer = PasswordHash::new(&hash)
-                    .map_err(|e| HashError::Failed(format!("stored hash: {e}")))
-                    .map(|parsed| {
-                        Argon2::default()
-                            .verify_password(password.as_bytes(), &parsed)
-                            .is_ok()
-                    });
-                let _ = reply.send(answer);
-            }
+        run(job);
+        pending.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+fn run(job: Job) {
+    match job {
+        Job::Hash { password, reply } => {
+            let salt = SaltString::generate(&mut OsRng);
+            let hashed = Argon2::default()
+                .hash_password(password.as_bytes(), &salt)
+                .map(|h| h.to_string())
+                .map_err(|e| HashError::Failed(e.to_string()));
+            let _ = reply.send(hashed);
+        }
+        Job::Verify {
+            password,
+            hash,
+            reply,
+        } => {
+            let answer = PasswordHash::new(&hash)
+                .map_err(|e| HashError::Failed(format!("stored hash: {e}")))
+                .map(|parsed| {
+                    Argon2::default()
+                        .verify_password(password.as_bytes(), &parsed)
+                        .is_ok()
+                });
+            let _ = reply.send(answer);
         }
     }
 }

@@ -241,6 +241,9 @@ async fn register<A: Accounts>(
     headers: HeaderMap,
     body: Bytes,
 ) -> Result<impl IntoResponse, ApiError> {
+    if state.accounts.hashing_saturated() {
+        return Err(AccountError::Busy.into());
+    }
     let client = client_subject(&state, peer, &headers);
     state.limits.check(Window::Register, &client).await?;
     let c: Credentials = parse(&body)?;
@@ -260,6 +263,11 @@ async fn login<A: Accounts>(
     headers: HeaderMap,
     body: Bytes,
 ) -> Result<impl IntoResponse, ApiError> {
+    // Saturated hashing refuses before any look-up: a flood from many addresses costs
+    // neither Redis nor Postgres a round trip per attempt.
+    if state.accounts.hashing_saturated() {
+        return Err(AccountError::Busy.into());
+    }
     let client = client_subject(&state, peer, &headers);
     state.limits.check(Window::Login, &client).await?;
     let c: Credentials = parse(&body)?;
