@@ -508,6 +508,10 @@ async fn a_login_flood_is_refused_while_others_log_in_and_play() -> anyhow::Resu
                 if r.status == 429 {
                     assert_limited(&r, "flood");
                 }
+                if r.status == 503 {
+                    assert_eq!(r.body["error"]["code"], "unavailable", "{r:?}");
+                    assert_eq!(r.header("retry-after"), Some("1"), "{r:?}");
+                }
             }
             anyhow::Ok(statuses)
         }));
@@ -542,16 +546,12 @@ async fn a_login_flood_is_refused_while_others_log_in_and_play() -> anyhow::Resu
         statuses.iter().all(|s| [401, 429, 503].contains(s)),
         "no guess succeeds: {statuses:?}"
     );
-    // The attacker's address gets at most its 20 attempts a minute past the limit.
-    assert!(
-        statuses.len() - limited <= 20,
-        "{} of {} attempts passed the limit",
-        statuses.len() - limited,
-        statuses.len()
-    );
+    // At most the address's 20 attempts a minute reach a password check; the rest are
+    // refused by the limits (429) or, while hashing is saturated, before any look-up (503).
     assert!(
         checked <= 20 && limited > 0,
-        "401s {checked}, 429s {limited}"
+        "401s {checked}, 429s {limited} of {}",
+        statuses.len()
     );
     p.stop().await;
     Ok(())
