@@ -256,7 +256,7 @@ pub struct LimitArgs {
     pub hash_queue: usize,
     /// Password hashes started per second on this gateway, on average (bursts of threads +
     /// queue); beyond that, refused at once (503).
-    #[arg(long, env = "FRONTIER_HASH_RATE", default_value_t = 10.0)]
+    #[arg(long, env = "FRONTIER_HASH_RATE", default_value_t = 5.0)]
     pub hash_rate: f64,
     /// Scheduling priority (`nice`, 0–19) of the hashing threads: above 0 they yield the
     /// CPU to the threads relaying moves when it is short.
