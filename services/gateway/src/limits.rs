@@ -812,6 +812,26 @@ mod tests {
     }
 
     #[test]
+    fn every_refusal_is_counted_by_reason() {
+        let recorder = metrics_exporter_prometheus::PrometheusBuilder::new().build_recorder();
+        let handle = recorder.handle();
+        metrics::with_local_recorder(&recorder, || {
+            Refused::new("login_rate", Some(Duration::from_millis(1500)));
+            Refused::new("login_rate", None);
+            count_refusal("hash_busy");
+        });
+        let text = handle.render();
+        assert!(
+            text.contains(r#"frontier_gateway_refusals_total{reason="login_rate"} 2"#),
+            "{text}"
+        );
+        assert!(
+            text.contains(r#"frontier_gateway_refusals_total{reason="hash_busy"} 1"#),
+            "{text}"
+        );
+    }
+
+    #[test]
     fn the_local_prefilter_refuses_only_until_the_time_redis_gave() {
         let local = LocalRefusals::default();
         let now = Instant::now();
