@@ -30,10 +30,11 @@ export FRONTIER_PUBLIC_URL=${FRONTIER_PUBLIC_URL:-http://$GATEWAY_ADDR}
 
 pids=()
 trap 'kill "${pids[@]}" 2>/dev/null || true; wait' EXIT INT TERM
-"$TARGET/release/frontier" game-session --listen "$SESSION_ADDR" & pids+=($!)
-"$TARGET/release/frontier" rating --listen "$RATING_ADDR" --metrics-listen "${FRONTIER_RATING_METRICS:-127.0.0.1:9102}" & pids+=($!)
-"$TARGET/release/frontier" gateway --listen "$GATEWAY_ADDR" --game-session-urls "http://$SESSION_ADDR" --rating-url "http://$RATING_ADDR" & pids+=($!)
-"$TARGET/release/frontier" clock --game-session-urls "http://$SESSION_ADDR" --metrics-listen "${FRONTIER_CLOCK_METRICS:-127.0.0.1:9101}" & pids+=($!)
+# Each service's admin endpoints (/metrics, /healthz, /readyz) on its own port.
+"$TARGET/release/frontier" game-session --listen "$SESSION_ADDR" --admin-listen 127.0.0.1:9101 & pids+=($!)
+"$TARGET/release/frontier" rating --listen "$RATING_ADDR" --admin-listen 127.0.0.1:9103 & pids+=($!)
+"$TARGET/release/frontier" gateway --listen "$GATEWAY_ADDR" --game-session-urls "http://$SESSION_ADDR" --rating-url "http://$RATING_ADDR" --admin-listen 127.0.0.1:9100 & pids+=($!)
+"$TARGET/release/frontier" clock --game-session-urls "http://$SESSION_ADDR" --admin-listen 127.0.0.1:9102 & pids+=($!)
 
 for _ in $(seq 1 100); do (exec 3<>"/dev/tcp/${GATEWAY_ADDR%:*}/${GATEWAY_ADDR#*:}") 2>/dev/null && break; sleep 0.1; done
 cat <<INFO
@@ -43,8 +44,8 @@ Frontier is running.
   HTTP API:   http://$GATEWAY_ADDR/api/guest  /api/register  /api/login
   game-session (gRPC, internal): http://$SESSION_ADDR
   rating read API (gRPC, internal): http://$RATING_ADDR
-  clock metrics:  http://${FRONTIER_CLOCK_METRICS:-127.0.0.1:9101}/metrics
-  rating metrics: http://${FRONTIER_RATING_METRICS:-127.0.0.1:9102}/metrics
+  admin (/metrics, /healthz, /readyz): gateway http://127.0.0.1:9100, game-session :9101,
+    clock :9102, rating :9103
 Press Ctrl-C to stop.
 INFO
 wait

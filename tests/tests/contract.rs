@@ -88,7 +88,7 @@ async fn boards_aborted_while_waiting_never_stall_the_rating_service() -> anyhow
         1,
         None,
         &[],
-        &["--ws-rate", "100000", "--ws-burst", "100000"],
+        &[("--ws-rate", "100000"), ("--ws-burst", "100000")],
     )
     .await?;
     const BOARDS: usize = 1_500;
@@ -239,8 +239,14 @@ async fn a_checking_move_that_ends_the_game_says_check() -> anyhow::Result<()> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_refusal_echoes_the_id_and_game_id_it_could_read() -> anyhow::Result<()> {
-    let p =
-        Platform::start_with(1, 1, None, &[], &["--ws-rate", "0.001", "--ws-burst", "12"]).await?;
+    let p = Platform::start_with(
+        1,
+        1,
+        None,
+        &[],
+        &[("--ws-rate", "0.001"), ("--ws-burst", "12")],
+    )
+    .await?;
     let gw = p.gateways[0];
     let (status, body) = post(gw, "/api/guest", "").await?;
     anyhow::ensure!(status == 201, "{body}");

@@ -6,12 +6,15 @@ mod common;
 use std::sync::Arc;
 use std::time::Duration;
 
+use clap::Parser as _;
 use common::{Client, start_game};
 use frontier_game_session::bus::MemoryBus;
 use frontier_game_session::service::{GameService, RandomLayouts, Settings, SystemClock};
 use frontier_game_session::store::MemoryStore;
 use frontier_gateway::accounts::MemoryAccounts;
+use frontier_gateway::hashing::HashPool;
 use frontier_gateway::hub::{Hub, LocalSource};
+use frontier_gateway::limits::Limits;
 use frontier_platform::local_bus::LocalBus;
 use frontier_platform::{JwtKeys, Namespace, Shutdown};
 use serde_json::{Value, json};
@@ -28,6 +31,10 @@ async fn a_game_plays_through_in_memory_adapters() -> anyhow::Result<()> {
         Arc::new(RandomLayouts),
         Settings::default(),
     ));
+    // The gateway's defaults (no Redis: the limits let everything through).
+    let limit_args =
+        frontier_gateway::Config::try_parse_from(["gateway", "--jwt-secret", common::JWT_SECRET])?
+            .limits;
     let grpc = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
     let grpc_addr = grpc.local_addr()?;
     tokio::spawn(frontier_game_session::serve(
@@ -37,12 +44,14 @@ async fn a_game_plays_through_in_memory_adapters() -> anyhow::Result<()> {
         shutdown.clone(),
     ));
     let state = Arc::new(frontier_gateway::AppState {
-        accounts: MemoryAccounts::default(),
+        accounts: MemoryAccounts::new(HashPool::new(1, 16)?),
         ratings: None,
         jwt: JwtKeys::new(common::JWT_SECRET.as_bytes(), Duration::from_secs(3600))
             .map_err(anyhow::Error::msg)?,
         sessions: frontier_gateway::sessions::connect(&[format!("http://{grpc_addr}")])?,
         hub: Hub::new(Box::new(LocalSource(bus)), 1024),
+        limits: Limits::disabled(ns.clone(), limit_args),
+        readiness: frontier_platform::admin::Readiness::new(),
         ns,
         settings: frontier_gateway::Settings {
             public_url: "http://frontier.test".into(),
@@ -144,13 +153,23 @@ async fn the_dashboard_is_served_from_the_rating_service_and_the_gateways_accoun
     ));
     let shutdown = Shutdown::new();
     let state = Arc::new(frontier_gateway::AppState {
-        accounts: MemoryAccounts::default(),
+        accounts: MemoryAccounts::new(HashPool::new(1, 16)?),
         ratings: Some(frontier_proto::rating_client(&rating_url).map_err(anyhow::Error::msg)?),
         jwt: JwtKeys::new(common::JWT_SECRET.as_bytes(), Duration::from_secs(3600))
             .map_err(anyhow::Error::msg)?,
         // No game is played here: game-session is never called.
         sessions: frontier_gateway::sessions::connect(&["http://127.0.0.1:9".to_owned()])?,
         hub: Hub::new(Box::new(LocalSource(LocalBus::new(16))), 16),
+        readiness: frontier_platform::admin::Readiness::new(),
+        limits: Limits::disabled(
+            Namespace::new("memory").map_err(anyhow::Error::msg)?,
+            frontier_gateway::Config::try_parse_from([
+                "gateway",
+                "--jwt-secret",
+                common::JWT_SECRET,
+            ])?
+            .limits,
+        ),
         ns: Namespace::new("memory").map_err(anyhow::Error::msg)?,
         settings: frontier_gateway::Settings {
             public_url: "http://frontier.test".into(),

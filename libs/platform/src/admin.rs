@@ -27,10 +27,13 @@ use crate::Shutdown;
 /// A dependency check: Ok, or what is wrong.
 pub type CheckFuture = Pin<Box<dyn Future<Output = Result<(), String>> + Send>>;
 
+/// One dependency check, run anew for each `/readyz`.
+type Check = Arc<dyn Fn() -> CheckFuture + Send + Sync>;
+
 /// The named dependency checks of a service's `/readyz`.
 #[derive(Clone, Default)]
 pub struct Readiness {
-    checks: Vec<(&'static str, Arc<dyn Fn() -> CheckFuture + Send + Sync>)>,
+    checks: Vec<(&'static str, Check)>,
 }
 
 /// How long one check may take before it counts as failed.

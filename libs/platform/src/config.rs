@@ -76,7 +76,7 @@ impl std::fmt::Debug for JwtArgs {
     }
 }
 
-/// Parses `250ms`, `30s`, `5m`, `12h`, or a bare number of seconds.
+/// Parses `250ms`, `30s`, `5m`, `12h`, `7d`, or a bare number of seconds.
 pub fn parse_duration(s: &str) -> Result<Duration, String> {
     let s = s.trim();
     let split = s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len());
@@ -89,7 +89,8 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
         "" | "s" => n.saturating_mul(1000),
         "m" => n.saturating_mul(60_000),
         "h" => n.saturating_mul(3_600_000),
-        _ => return Err(format!("`{s}`: unit must be ms, s, m or h")),
+        "d" => n.saturating_mul(86_400_000),
+        _ => return Err(format!("`{s}`: unit must be ms, s, m, h or d")),
     };
     Ok(Duration::from_millis(ms))
 }
@@ -118,6 +119,7 @@ mod tests {
         assert_eq!(parse_duration("250ms"), Ok(Duration::from_millis(250)));
         assert_eq!(parse_duration("30"), Ok(Duration::from_secs(30)));
         assert_eq!(parse_duration("5m"), Ok(Duration::from_secs(300)));
+        assert_eq!(parse_duration("7d"), Ok(Duration::from_secs(7 * 86_400)));
         assert!(parse_duration("5y").is_err());
         assert!(parse_duration("m").is_err());
     }

@@ -70,7 +70,8 @@ both_ways! {
     NotFound => NotFound,
     MethodNotAllowed => MethodNotAllowed,
     Unavailable => Unavailable,
-    Internal => Internal
+    Internal => Internal,
+    TooManyBoards => TooManyBoards
 }
 
 /// The gRPC status code that best describes a refusal with this client code.

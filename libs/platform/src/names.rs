@@ -109,6 +109,32 @@ impl Namespace {
     pub fn board_code_key(&self, code: &str) -> String {
         format!("{}:code:{}", self.prefix, code)
     }
+
+    /// Redis sorted set of one sliding-window rate limit (`limit`: `guest`, `register`,
+    /// `login`, `boards`, …) for one subject (a client address or a player id): one
+    /// member per request admitted, scored by its time (Unix ms).
+    pub fn rate_limit_key(&self, limit: &str, subject: &str) -> String {
+        format!("{}:limit:{}:{}", self.prefix, limit, subject)
+    }
+
+    /// Redis hash of the failed logins against one username (lower-cased): `n` failures,
+    /// `until` (Unix ms) before which no attempt is let through.
+    pub fn login_failures_key(&self, username_key: &str) -> String {
+        format!("{}:loginfail:{}", self.prefix, username_key)
+    }
+
+    /// Redis sorted set of the open WebSocket connections of one subject (`kind`: `addr`
+    /// or `player`): member a connection id, score its lease expiry (Unix ms), refreshed by
+    /// the connection's gateway while it lives.
+    pub fn connections_key(&self, kind: &str, subject: &str) -> String {
+        format!("{}:conns:{}:{}", self.prefix, kind, subject)
+    }
+
+    /// Redis sorted set of a player's boards waiting for an opponent: member a game id
+    /// (or a short-lived reservation), score its expiry (Unix ms).
+    pub fn waiting_boards_key(&self, player: &str) -> String {
+        format!("{}:waiting:{}", self.prefix, player)
+    }
 }
 
 #[cfg(test)]
@@ -130,6 +156,11 @@ mod tests {
             ns.game_log_key(&id),
             "t-1:game:{0190c6a0-0000-7000-8000-000000000001}:log"
         );
+        assert_eq!(
+            ns.rate_limit_key("login", "127.0.0.1"),
+            "t-1:limit:login:127.0.0.1"
+        );
+        assert_eq!(ns.waiting_boards_key("p"), "t-1:waiting:p");
         assert!(Namespace::new("a.b").is_err());
         assert!(Namespace::new("").is_err());
     }

@@ -86,6 +86,9 @@ pub enum ErrorCode {
     /// HTTP: the endpoint does not answer this method (the `Allow` header lists those it
     /// does).
     MethodNotAllowed,
+    /// Too many of the player's boards are waiting for an opponent: abort one, or wait
+    /// until one starts.
+    TooManyBoards,
     /// A service behind the gateway is unavailable; try again.
     Unavailable,
     /// Something failed on the server; it has been logged.
@@ -118,7 +121,8 @@ impl ErrorCode {
             BadTimeControl => "bad_time_control", UsernameTaken => "username_taken",
             BadUsername => "bad_username", WeakPassword => "weak_password",
             BadCredentials => "bad_credentials", NotFound => "not_found",
-            MethodNotAllowed => "method_not_allowed", Unavailable => "unavailable", Internal => "internal",
+            MethodNotAllowed => "method_not_allowed", TooManyBoards => "too_many_boards",
+            Unavailable => "unavailable", Internal => "internal",
         }
     }
 

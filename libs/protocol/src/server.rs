@@ -39,6 +39,9 @@ pub enum ServerMessage {
         code: ErrorCode,
         /// In words, for people.
         message: String,
+        /// With `rate_limited`: how long to wait before the refused message can succeed.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        retry_after_ms: Option<u64>,
     },
     /// A board was created.
     BoardCreated {

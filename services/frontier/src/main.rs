@@ -23,6 +23,8 @@ struct Cli {
     service: Service,
 }
 
+// Parsed once at start: the size difference between the configurations does not matter.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Subcommand)]
 enum Service {
     /// The edge: WebSocket clients and the HTTP API.

@@ -1,16 +1,18 @@
 //! Accounts: guests and registered players, in Postgres ([`PgAccounts`]) or in memory
-//! ([`MemoryAccounts`]), behind one trait. Passwords are hashed with Argon2id off the
-//! async runtime.
+//! ([`MemoryAccounts`]), behind one trait. Passwords are hashed with Argon2id on the
+//! bounded [`HashPool`], off the async runtime. Guests expire: [`expire_guests`] (asking
+//! the rating service which of them have games).
 
 use std::collections::HashMap;
 use std::future::Future;
 use std::sync::{Arc, Mutex};
 
-use argon2::Argon2;
-use argon2::password_hash::rand_core::OsRng;
-use argon2::password_hash::{PasswordHash, PasswordHasher, PasswordVerifier, SaltString};
+use std::time::Duration;
+
 use frontier_platform::PlayerId;
 use sqlx::PgPool;
+
+use crate::hashing::{HashError, HashPool};
 
 /// A player account.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -38,6 +40,9 @@ pub enum AccountError {
     /// Wrong username or password.
     #[error("wrong username or password")]
     BadCredentials,
+    /// Password hashing is saturated: refused at once, try again shortly.
+    #[error("too many logins right now; try again shortly")]
+    Busy,
     /// The database failed.
     #[error("account storage: {0}")]
     Storage(String),
@@ -133,38 +138,24 @@ pub fn check_password(username: &str, password: &str) -> Result<(), AccountError
     Ok(())
 }
 
-async fn hash_password(password: String) -> Result<String, AccountError> {
-    tokio::task::spawn_blocking(move || {
-        let salt = SaltString::generate(&mut OsRng);
-        Argon2::default()
-            .hash_password(password.as_bytes(), &salt)
-            .map(|h| h.to_string())
-            .map_err(|e| AccountError::Storage(format!("hashing: {e}")))
-    })
-    .await
-    .map_err(|e| AccountError::Storage(format!("hashing task: {e}")))?
-}
-
-async fn verify_password(password: String, hash: String) -> Result<bool, AccountError> {
-    tokio::task::spawn_blocking(move || {
-        let parsed = PasswordHash::new(&hash)
-            .map_err(|e| AccountError::Storage(format!("stored hash: {e}")))?;
-        Ok(Argon2::default()
-            .verify_password(password.as_bytes(), &parsed)
-            .is_ok())
-    })
-    .await
-    .map_err(|e| AccountError::Storage(format!("hashing task: {e}")))?
+impl From<HashError> for AccountError {
+    fn from(e: HashError) -> Self {
+        match e {
+            HashError::Busy => AccountError::Busy,
+            HashError::Failed(cause) => AccountError::Storage(cause),
+        }
+    }
 }
 
 /// Checks a registration and hashes its password: the new account and its hash.
 async fn prepare_registration(
+    hasher: &HashPool,
     username: &str,
     password: &str,
 ) -> Result<(Account, String), AccountError> {
     check_username(username)?;
     check_password(username, password)?;
-    let hash = hash_password(password.to_owned()).await?;
+    let hash = hasher.hash(password.to_owned()).await?;
     Ok((
         Account {
             id: PlayerId::new(),
@@ -203,12 +194,16 @@ pub trait Accounts: Send + Sync + 'static {
         &self,
         id: PlayerId,
     ) -> impl Future<Output = Result<Option<Account>, AccountError>> + Send;
+    /// Whether password hashing would refuse a job now (login and registration are then
+    /// refused before any other work).
+    fn hashing_saturated(&self) -> bool;
 }
 
 /// Accounts in Postgres.
 #[derive(Clone)]
 pub struct PgAccounts {
     pool: PgPool,
+    hasher: HashPool,
 }
 
 /// The gateway's migrations (`migrations/gateway/`: accounts), embedded at build time (no
@@ -216,13 +211,17 @@ pub struct PgAccounts {
 pub static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("../../migrations/gateway");
 
 impl PgAccounts {
-    /// Uses this pool (run [`MIGRATOR`] first).
-    pub fn new(pool: PgPool) -> PgAccounts {
-        PgAccounts { pool }
+    /// Uses this pool (run [`MIGRATOR`] first) and this hashing pool.
+    pub fn new(pool: PgPool, hasher: HashPool) -> PgAccounts {
+        PgAccounts { pool, hasher }
     }
 }
 
 impl Accounts for PgAccounts {
+    fn hashing_saturated(&self) -> bool {
+        self.hasher.saturated()
+    }
+
     async fn create_guest(&self) -> Result<Account, AccountError> {
         let account = Account {
             id: PlayerId::new(),
@@ -241,7 +240,7 @@ impl Accounts for PgAccounts {
     }
 
     async fn register(&self, username: &str, password: &str) -> Result<Account, AccountError> {
-        let (account, hash) = prepare_registration(username, password).await?;
+        let (account, hash) = prepare_registration(&self.hasher, username, password).await?;
         sqlx::query(
             "INSERT INTO players (id, username, username_key, password_hash, guest) VALUES ($1, $2, $3, $4, false)",
         )
@@ -267,7 +266,7 @@ impl Accounts for PgAccounts {
         let Some((id, name, Some(hash))) = row else {
             return Err(AccountError::BadCredentials);
         };
-        if verify_password(password.to_owned(), hash).await? {
+        if self.hasher.verify(password.to_owned(), hash).await? {
             Ok(Account {
                 id: PlayerId(id),
                 name,
@@ -288,13 +287,92 @@ impl Accounts for PgAccounts {
     }
 }
 
+/// Removes guests created more than `older_than` ago that have no finished game, in
+/// batches of `batch`, oldest first; returns how many were removed. Which guests have a
+/// finished game is the rating service's to say (it owns the games): each batch of
+/// candidates is checked with its `PlayersWithGames`, and guests with a game are kept, so
+/// their games stay linked to a player page. Safe to run on several gateways at once: a
+/// guest deleted twice is deleted once, and each pass walks the candidates in order
+/// instead of revisiting the kept ones.
+pub async fn expire_guests(
+    pool: &PgPool,
+    ratings: &crate::records::RatingClient,
+    older_than: Duration,
+    batch: i64,
+) -> Result<u64, AccountError> {
+    let age_ms = i64::try_from(older_than.as_millis()).unwrap_or(i64::MAX);
+    let batch = batch.max(1);
+    let mut removed = 0;
+    let mut after: Option<(time::OffsetDateTime, uuid::Uuid)> = None;
+    loop {
+        let candidates: Vec<(uuid::Uuid, time::OffsetDateTime)> = sqlx::query_as(
+            "SELECT id, created_at FROM players
+             WHERE guest
+               AND created_at < now() - make_interval(secs => $1::double precision / 1000)
+               AND ($2::timestamptz IS NULL OR (created_at, id) > ($2, $3))
+             ORDER BY created_at, id
+             LIMIT $4",
+        )
+        .bind(age_ms)
+        .bind(after.map(|(at, _)| at))
+        .bind(after.map(|(_, id)| id))
+        .bind(batch)
+        .fetch_all(pool)
+        .await?;
+        let Some(last) = candidates.last() else {
+            return Ok(removed);
+        };
+        after = Some((last.1, last.0));
+        let asked: Vec<String> = candidates.iter().map(|(id, _)| id.to_string()).collect();
+        let with_games = ratings
+            .clone()
+            .players_with_games(frontier_proto::rating::v1::PlayersWithGamesRequest {
+                player_ids: asked,
+            })
+            .await
+            .map_err(|status| {
+                AccountError::Storage(format!("rating service: {}", status.message()))
+            })?
+            .into_inner()
+            .player_ids;
+        let idle: Vec<uuid::Uuid> = candidates
+            .iter()
+            .map(|(id, _)| *id)
+            .filter(|id| !with_games.contains(&id.to_string()))
+            .collect();
+        removed += sqlx::query("DELETE FROM players WHERE guest AND id = ANY($1)")
+            .bind(&idle)
+            .execute(pool)
+            .await?
+            .rows_affected();
+        if (candidates.len() as i64) < batch {
+            return Ok(removed);
+        }
+    }
+}
+
 /// Accounts in memory (unit tests and the single-process mode).
-#[derive(Clone, Default)]
+#[derive(Clone)]
 pub struct MemoryAccounts {
     inner: Arc<Mutex<HashMap<String, (Account, String)>>>,
+    hasher: HashPool,
+}
+
+impl MemoryAccounts {
+    /// No accounts yet; passwords hashed on `hasher`.
+    pub fn new(hasher: HashPool) -> MemoryAccounts {
+        MemoryAccounts {
+            inner: Arc::default(),
+            hasher,
+        }
+    }
 }
 
 impl Accounts for MemoryAccounts {
+    fn hashing_saturated(&self) -> bool {
+        self.hasher.saturated()
+    }
+
     async fn create_guest(&self) -> Result<Account, AccountError> {
         Ok(Account {
             id: PlayerId::new(),
@@ -304,7 +382,7 @@ impl Accounts for MemoryAccounts {
     }
 
     async fn register(&self, username: &str, password: &str) -> Result<Account, AccountError> {
-        let (account, hash) = prepare_registration(username, password).await?;
+        let (account, hash) = prepare_registration(&self.hasher, username, password).await?;
         let mut map = self.inner.lock().unwrap_or_else(|p| p.into_inner());
         let key = username.to_ascii_lowercase();
         if map.contains_key(&key) {
@@ -324,7 +402,7 @@ impl Accounts for MemoryAccounts {
         let Some((account, hash)) = entry else {
             return Err(AccountError::BadCredentials);
         };
-        if verify_password(password.to_owned(), hash).await? {
+        if self.hasher.verify(password.to_owned(), hash).await? {
             Ok(account)
         } else {
             Err(AccountError::BadCredentials)
@@ -363,7 +441,7 @@ mod tests {
 
     #[tokio::test]
     async fn memory_accounts_register_and_log_in() {
-        let accounts = MemoryAccounts::default();
+        let accounts = MemoryAccounts::new(HashPool::new(1, 4).expect("a hashing thread"));
         let a = accounts
             .register("Ann", "correct horse")
             .await

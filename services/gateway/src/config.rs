@@ -3,7 +3,11 @@
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use frontier_platform::config::{JwtArgs, NamespaceArgs, NatsArgs, PostgresArgs, parse_duration};
+use frontier_platform::config::{
+    JwtArgs, NamespaceArgs, NatsArgs, PostgresArgs, RedisArgs, parse_duration,
+};
+
+use crate::limits::LimitArgs;
 
 /// gateway: the WebSocket and HTTP edge.
 #[derive(Debug, Clone, clap::Parser)]
@@ -41,6 +45,16 @@ pub struct Config {
     /// Postgres.
     #[command(flatten)]
     pub postgres: PostgresArgs,
+    /// Redis (the abuse limits every gateway shares).
+    #[command(flatten)]
+    pub redis: RedisArgs,
+    /// Abuse limits, password hashing and guest expiry.
+    #[command(flatten)]
+    pub limits: LimitArgs,
+    /// Admin endpoints: `/metrics` (refusals by reason, WebSocket traffic, …), `/healthz`,
+    /// `/readyz` (Postgres, NATS and Redis reachable).
+    #[command(flatten)]
+    pub admin: frontier_platform::config::AdminArgs,
     /// Namespace.
     #[command(flatten)]
     pub namespace: NamespaceArgs,

@@ -1,12 +1,15 @@
 //! The HTTP API (accounts) and the WebSocket upgrade. Errors are one JSON shape,
-//! `{"error":{"code":…,"message":…}}`, mapped from [`ApiError`] here and nowhere else.
+//! `{"error":{"code":…,"message":…}}` (plus `retry_after_ms` and a `Retry-After` header
+//! when a limit refused), mapped from [`ApiError`] here and nowhere else.
 
+use std::net::SocketAddr;
 use std::sync::Arc;
+use std::time::Duration;
 
 use axum::Router;
 use axum::body::Bytes;
-use axum::extract::{State, WebSocketUpgrade};
-use axum::http::StatusCode;
+use axum::extract::{ConnectInfo, State, WebSocketUpgrade};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use frontier_protocol::{ErrorCode, PlayerInfo};
@@ -14,6 +17,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::AppState;
 use crate::accounts::{Account, AccountError, Accounts};
+use crate::limits::{Refused, Window, address_subject, client_ip, count_refusal};
 
 /// An HTTP error: a status and a client error code.
 #[derive(Debug)]
@@ -21,6 +25,7 @@ pub struct ApiError {
     status: StatusCode,
     code: ErrorCode,
     message: String,
+    retry_after: Option<Duration>,
 }
 
 impl ApiError {
@@ -30,6 +35,37 @@ impl ApiError {
             status,
             code,
             message: message.into(),
+            retry_after: None,
+        }
+    }
+
+    /// The same error, telling the client when to try again.
+    pub fn retry_after(mut self, after: Duration) -> ApiError {
+        self.retry_after = Some(after);
+        self
+    }
+}
+
+/// How long a client is asked to wait when password hashing is saturated.
+pub const HASH_BUSY_RETRY: Duration = Duration::from_secs(1);
+
+impl From<Refused> for ApiError {
+    fn from(r: Refused) -> Self {
+        let message = match r.reason {
+            "guest_rate" => "too many guests from your address; try again later",
+            "register_rate" => "too many registrations from your address; try again later",
+            "login_rate" => "too many logins from your address; try again later",
+            "login_failures" => "too many failed logins for this username; try again later",
+            _ => "too many requests; try again later",
+        };
+        let error = ApiError::new(
+            StatusCode::TOO_MANY_REQUESTS,
+            ErrorCode::RateLimited,
+            message,
+        );
+        match r.retry_after {
+            Some(after) => error.retry_after(after),
+            None => error,
         }
     }
 }
@@ -54,6 +90,15 @@ impl From<AccountError> for ApiError {
             AccountError::BadCredentials => {
                 ApiError::new(StatusCode::UNAUTHORIZED, ErrorCode::BadCredentials, message)
             }
+            AccountError::Busy => {
+                count_refusal("hash_busy");
+                ApiError::new(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    ErrorCode::Unavailable,
+                    message,
+                )
+                .retry_after(HASH_BUSY_RETRY)
+            }
             AccountError::Storage(cause) => {
                 tracing::error!(error = %cause, "account storage failed");
                 ApiError::new(
@@ -75,18 +120,48 @@ struct ErrorBody<'a> {
 struct ErrorDetail<'a> {
     code: ErrorCode,
     message: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    retry_after_ms: Option<u64>,
 }
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
+        let retry_ms = self
+            .retry_after
+            .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX).max(1));
         let body = ErrorBody {
             error: ErrorDetail {
                 code: self.code,
                 message: &self.message,
+                retry_after_ms: retry_ms,
             },
         };
-        (self.status, axum::Json(body)).into_response()
+        let mut response = (self.status, axum::Json(body)).into_response();
+        if let Some(ms) = retry_ms {
+            // Whole seconds, rounded up (the body has the exact figure).
+            response
+                .headers_mut()
+                .insert(header::RETRY_AFTER, HeaderValue::from(ms.div_ceil(1000)));
+        }
+        if retry_ms.is_some() {
+            // A refused client (429, or 503 from saturated hashing) reconnects to try
+            // again: a flood on kept-alive connections would otherwise cost only the
+            // parsing of each request.
+            response
+                .headers_mut()
+                .insert(header::CONNECTION, HeaderValue::from_static("close"));
+        }
+        response
     }
+}
+
+/// The client's address as the per-address limits key it (see [`client_ip`]).
+fn client_subject<A: Accounts>(
+    state: &AppState<A>,
+    peer: SocketAddr,
+    headers: &HeaderMap,
+) -> String {
+    address_subject(client_ip(peer, headers, &state.limits.args.trusted_proxies))
 }
 
 /// A token and who it is for.
@@ -148,7 +223,11 @@ fn token_for<A: Accounts>(
 
 async fn guest<A: Accounts>(
     State(state): State<Arc<AppState<A>>>,
+    ConnectInfo(peer): ConnectInfo<SocketAddr>,
+    headers: HeaderMap,
 ) -> Result<impl IntoResponse, ApiError> {
+    let client = client_subject(&state, peer, &headers);
+    state.limits.check(Window::Guest, &client).await?;
     let account = state.accounts.create_guest().await?;
     Ok((
         StatusCode::CREATED,
@@ -158,8 +237,15 @@ async fn guest<A: Accounts>(
 
 async fn register<A: Accounts>(
     State(state): State<Arc<AppState<A>>>,
+    ConnectInfo(peer): ConnectInfo<SocketAddr>,
+    headers: HeaderMap,
     body: Bytes,
 ) -> Result<impl IntoResponse, ApiError> {
+    if state.accounts.hashing_saturated() {
+        return Err(AccountError::Busy.into());
+    }
+    let client = client_subject(&state, peer, &headers);
+    state.limits.check(Window::Register, &client).await?;
     let c: Credentials = parse(&body)?;
     let account = state.accounts.register(&c.username, &c.password).await?;
     Ok((
@@ -168,19 +254,49 @@ async fn register<A: Accounts>(
     ))
 }
 
+/// Usernames longer than this cannot exist; their logins are refused without a look-up.
+const MAX_LOGIN_NAME: usize = 64;
+
 async fn login<A: Accounts>(
     State(state): State<Arc<AppState<A>>>,
+    ConnectInfo(peer): ConnectInfo<SocketAddr>,
+    headers: HeaderMap,
     body: Bytes,
 ) -> Result<impl IntoResponse, ApiError> {
+    // Saturated hashing refuses before any look-up: a flood from many addresses costs
+    // neither Redis nor Postgres a round trip per attempt.
+    if state.accounts.hashing_saturated() {
+        return Err(AccountError::Busy.into());
+    }
+    let client = client_subject(&state, peer, &headers);
+    state.limits.check(Window::Login, &client).await?;
     let c: Credentials = parse(&body)?;
-    let account = state.accounts.login(&c.username, &c.password).await?;
-    Ok(axum::Json(token_for(&state, &account)?))
+    let known_length = c.username.len() <= MAX_LOGIN_NAME;
+    if known_length {
+        state.limits.login_attempt(&c.username).await?;
+    }
+    match state.accounts.login(&c.username, &c.password).await {
+        Ok(account) => {
+            state.limits.login_succeeded(&c.username).await;
+            Ok(axum::Json(token_for(&state, &account)?))
+        }
+        Err(AccountError::BadCredentials) => {
+            if known_length {
+                state.limits.login_failed(&c.username).await;
+            }
+            Err(AccountError::BadCredentials.into())
+        }
+        Err(e) => Err(e.into()),
+    }
 }
 
 async fn websocket<A: Accounts>(
     State(state): State<Arc<AppState<A>>>,
+    ConnectInfo(peer): ConnectInfo<SocketAddr>,
+    headers: HeaderMap,
     upgrade: WebSocketUpgrade,
 ) -> Response {
+    let client = client_subject(&state, peer, &headers);
     upgrade
         // A small read buffer: the default 128 KiB is zero-filled per read and costs memory
         // per idle socket; client frames are at most 2 KiB.
@@ -192,7 +308,7 @@ async fn websocket<A: Accounts>(
         // frame is refused from its header, and its unread rest may make the close a reset.
         .max_message_size(64 * 1024)
         .max_frame_size(1024 * 1024)
-        .on_upgrade(move |socket| crate::ws::serve(socket, state))
+        .on_upgrade(move |socket| crate::ws::serve(socket, state, client))
 }
 
 async fn not_found() -> ApiError {

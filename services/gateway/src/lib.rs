@@ -4,12 +4,15 @@
 
 pub mod accounts;
 pub mod config;
+pub mod hashing;
 pub mod http;
 pub mod hub;
+pub mod limits;
 pub mod records;
 pub mod sessions;
 pub mod ws;
 
+use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -20,7 +23,9 @@ use tokio::net::TcpListener;
 pub use config::Config;
 
 use crate::accounts::{Accounts, MIGRATOR, PgAccounts};
+use crate::hashing::HashPool;
 use crate::hub::Hub;
+use crate::limits::Limits;
 use crate::sessions::Sessions;
 
 /// Per-connection settings.
@@ -55,14 +60,19 @@ pub struct AppState<A> {
     pub hub: Hub,
     /// Namespace.
     pub ns: Namespace,
+    /// Abuse limits (Redis).
+    pub limits: Limits,
+    /// What `/readyz` checks (Postgres, NATS, Redis).
+    pub readiness: frontier_platform::admin::Readiness,
     /// Settings.
     pub settings: Settings,
     /// Shutdown signal.
     pub shutdown: Shutdown,
 }
 
-/// Builds the state from configuration: connects to Postgres (and applies the gateway's
-/// own migrations: accounts), NATS, and (lazily) game-session and the rating service.
+/// Builds the state from configuration: connects to Postgres (and applies the gateway's own
+/// migrations: accounts), NATS, Redis, and (lazily) game-session and the rating service;
+/// starts the password-hashing threads and the guest clean-up.
 pub async fn build(
     config: &Config,
     shutdown: Shutdown,
@@ -80,17 +90,54 @@ pub async fn build(
         .context("connecting to NATS")?;
     let jwt = JwtKeys::new(config.jwt.jwt_secret.as_bytes(), config.jwt.jwt_ttl)
         .map_err(anyhow::Error::msg)?;
+    let redis = redis::Client::open(config.redis.redis_url.as_str()).context("Redis URL")?;
+    let redis = redis::aio::ConnectionManager::new(redis)
+        .await
+        .context("connecting to Redis")?;
+    let hasher = HashPool::with_limits(hashing::PoolLimits {
+        threads: config.limits.hash_threads,
+        queue: config.limits.hash_queue,
+        per_second: config.limits.hash_rate,
+        nice: config.limits.hash_nice,
+    })
+    .context("starting the password-hashing threads")?;
+    let ratings = config
+        .rating_url
+        .as_deref()
+        .map(frontier_proto::rating_client)
+        .transpose()
+        .map_err(anyhow::Error::msg)?;
+    tokio::spawn(sweep_guests(
+        pool.clone(),
+        ratings.clone(),
+        config.limits.guest_ttl,
+        config.limits.guest_sweep_interval,
+        config.limits.guest_sweep_batch,
+        shutdown.clone(),
+    ));
     Ok(Arc::new(AppState {
-        accounts: PgAccounts::new(pool),
-        ratings: config
-            .rating_url
-            .as_deref()
-            .map(frontier_proto::rating_client)
-            .transpose()
-            .map_err(anyhow::Error::msg)?,
+        accounts: PgAccounts::new(pool.clone(), hasher),
+        ratings,
         jwt,
         sessions: sessions::connect(&config.game_session_urls)?,
-        hub: Hub::new(Box::new(hub::NatsSource(nats)), 1024),
+        hub: Hub::new(Box::new(hub::NatsSource(nats.clone())), 1024),
+        readiness: frontier_platform::admin::Readiness::new()
+            .check("postgres", {
+                let pool = pool.clone();
+                move || {
+                    let pool = pool.clone();
+                    async move {
+                        sqlx::query("SELECT 1")
+                            .execute(&pool)
+                            .await
+                            .map(|_| ())
+                            .map_err(|e| e.to_string())
+                    }
+                }
+            })
+            .nats(nats.clone())
+            .redis(redis.clone()),
+        limits: Limits::new(Some(redis), ns.clone(), config.limits.clone()),
         ns,
         settings: Settings {
             public_url: config.public_url.clone(),
@@ -117,15 +164,55 @@ pub async fn serve<A: Accounts>(
             tracing::debug!(error = %e, "TCP_NODELAY");
         }
     });
-    axum::serve(listener, http::router(state))
+    // The peer address feeds the per-address limits.
+    let app = http::router(state).into_make_service_with_connect_info::<SocketAddr>();
+    axum::serve(listener, app)
         .with_graceful_shutdown(shutdown.wait_owned())
         .await
         .context("HTTP server")
 }
 
+/// Removes expired guests every `interval` until `shutdown` (see
+/// [`accounts::expire_guests`]; several gateways may run it at once).
+async fn sweep_guests(
+    pool: sqlx::PgPool,
+    ratings: Option<records::RatingClient>,
+    ttl: Duration,
+    interval: Duration,
+    batch: i64,
+    shutdown: Shutdown,
+) {
+    let Some(ratings) = ratings else {
+        // Without the rating service nobody can tell which guests have games: keep all.
+        tracing::warn!("no rating service configured: guests are not expired");
+        return;
+    };
+    let mut tick = tokio::time::interval(interval.max(Duration::from_millis(100)));
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            _ = shutdown.wait() => return,
+            _ = tick.tick() => {}
+        }
+        match accounts::expire_guests(&pool, &ratings, ttl, batch).await {
+            Ok(0) => {}
+            Ok(n) => tracing::info!(removed = n, "expired guests removed"),
+            Err(e) => tracing::warn!(error = %e, "guest clean-up failed"),
+        }
+    }
+}
+
 /// Runs the gateway from configuration until `shutdown`.
 pub async fn run(config: Config, shutdown: Shutdown) -> anyhow::Result<()> {
-    let state = build(&config, shutdown).await?;
+    let state = build(&config, shutdown.clone()).await?;
+    frontier_platform::admin::spawn(
+        config.admin.admin_listen,
+        "gateway",
+        state.readiness.clone(),
+        shutdown,
+    )
+    .await
+    .context("admin listener")?;
     let listener = TcpListener::bind(config.listen)
         .await
         .with_context(|| format!("binding {}", config.listen))?;

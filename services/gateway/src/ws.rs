@@ -20,6 +20,7 @@ use tokio::sync::{broadcast, mpsc};
 
 use crate::AppState;
 use crate::accounts::Accounts;
+use crate::limits::{Refused, Reservation, Slot, Window, count_refusal};
 use crate::sessions::{Refusal, seat_name};
 
 /// Close codes the gateway uses besides the standard ones.
@@ -28,6 +29,8 @@ pub mod close {
     pub const AUTH_TIMEOUT: u16 = 4001;
     /// The client reads too slowly: its outgoing queue overflowed.
     pub const TOO_SLOW: u16 = 4008;
+    /// Too many open connections from the client's address or for its player.
+    pub const TOO_MANY_CONNECTIONS: u16 = 4029;
 }
 
 /// Most games one connection may follow at once.
@@ -73,6 +76,10 @@ struct Connection<A: Accounts> {
     player: Option<Claims>,
     follows: HashMap<GameId, tokio::task::JoinHandle<()>>,
     limiter: RateLimiter,
+    /// This connection's id in the connection-slot sets.
+    conn_id: String,
+    /// The connection slots it holds (its address's; its player's once authenticated).
+    slots: Vec<(Slot, String)>,
 }
 
 fn text(s: String) -> Message {
@@ -103,12 +110,34 @@ fn error_message(
     code: ErrorCode,
     message: impl Into<String>,
 ) -> Message {
+    error_frame(id, game_id, code, message, None)
+}
+
+fn error_frame(
+    id: Option<&str>,
+    game_id: Option<&str>,
+    code: ErrorCode,
+    message: impl Into<String>,
+    retry_after_ms: Option<u64>,
+) -> Message {
     text(to_json(&ServerMessage::Error {
         id: id.map(str::to_owned),
         game_id: game_id.map(str::to_owned),
         code,
         message: message.into(),
+        retry_after_ms,
     }))
+}
+
+/// A `rate_limited` error frame saying when to retry.
+fn limited_message(id: Option<&str>, refused: &Refused, message: &str) -> Message {
+    error_frame(
+        id,
+        None,
+        ErrorCode::RateLimited,
+        message,
+        refused.retry_after_ms(),
+    )
 }
 
 fn auth_code(e: &AuthError) -> ErrorCode {
@@ -120,8 +149,9 @@ fn auth_code(e: &AuthError) -> ErrorCode {
     }
 }
 
-/// Serves one WebSocket until it closes or the gateway shuts down.
-pub async fn serve<A: Accounts>(socket: WebSocket, state: Arc<AppState<A>>) {
+/// Serves one WebSocket from the client address `client` (as the limits key it) until it
+/// closes or the gateway shuts down.
+pub async fn serve<A: Accounts>(socket: WebSocket, state: Arc<AppState<A>>, client: String) {
     let (mut sink, mut stream) = socket.split();
     let (out, mut out_rx) = mpsc::channel::<Message>(state.settings.outbound_queue);
     let writer = tokio::spawn(async move {
@@ -139,12 +169,35 @@ pub async fn serve<A: Accounts>(socket: WebSocket, state: Arc<AppState<A>>) {
         out,
         player: None,
         follows: HashMap::new(),
+        conn_id: uuid::Uuid::new_v4().to_string(),
+        slots: Vec::new(),
     };
+    if let Err(refused) = state
+        .limits
+        .acquire(Slot::Address, &client, &conn.conn_id)
+        .await
+    {
+        conn.push(limited_message(
+            None,
+            &refused,
+            "too many connections from your address",
+        ));
+        conn.close(close::TOO_MANY_CONNECTIONS, "too many connections");
+        drop(conn);
+        let _ = writer.await;
+        return;
+    }
+    conn.slots.push((Slot::Address, client));
     conn.send(&ServerMessage::Welcome {
         protocol: PROTOCOL_VERSION,
     });
     let auth_deadline = tokio::time::sleep(state.settings.auth_timeout);
     tokio::pin!(auth_deadline);
+    // The connection's slots are leases: refreshed well before they run out.
+    let mut lease =
+        tokio::time::interval((state.limits.args.ws_lease / 3).max(Duration::from_millis(100)));
+    lease.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    lease.tick().await;
     loop {
         if conn.out.is_closed() {
             break;
@@ -153,6 +206,9 @@ pub async fn serve<A: Accounts>(socket: WebSocket, state: Arc<AppState<A>>) {
             _ = state.shutdown.wait() => {
                 conn.close(1001, "server shutting down");
                 break;
+            }
+            _ = lease.tick() => {
+                state.limits.refresh(&conn.slots, &conn.conn_id).await;
             }
             _ = &mut auth_deadline, if conn.player.is_none() => {
                 conn.close(close::AUTH_TIMEOUT, "authenticate within the time allowed");
@@ -181,6 +237,7 @@ pub async fn serve<A: Accounts>(socket: WebSocket, state: Arc<AppState<A>>) {
     for (_, task) in conn.follows.drain() {
         task.abort();
     }
+    state.limits.release(&conn.slots, &conn.conn_id).await;
     drop(conn);
     let _ = writer.await;
 }
@@ -224,13 +281,17 @@ impl<A: Accounts> Connection<A> {
             );
         }
         if !self.limiter.allow(Instant::now()) {
+            count_refusal("ws_messages");
+            // One token comes back every 1/rate seconds.
+            let retry_ms = (1000.0 / self.state.settings.rate_per_second.max(0.001)).ceil();
             let (id, game_id) = frame_tags(raw);
-            return self.error(
+            return self.push(error_frame(
                 id.as_deref(),
                 game_id.as_deref(),
                 ErrorCode::RateLimited,
                 "too many messages; slow down",
-            );
+                Some(retry_ms as u64),
+            ));
         }
         let message: ClientMessage = match serde_json::from_str(raw) {
             Ok(m) => m,
@@ -247,7 +308,7 @@ impl<A: Accounts> Connection<A> {
             );
         }
         match message {
-            ClientMessage::Auth { token, .. } => self.on_auth(id, &token),
+            ClientMessage::Auth { token, .. } => self.on_auth(id, &token).await,
             ClientMessage::Ping { .. } => self.send(&ServerMessage::Pong {
                 id: id.map(str::to_owned),
             }),
@@ -296,7 +357,7 @@ impl<A: Accounts> Connection<A> {
         self.error(id.as_deref(), game_id.as_deref(), code, message);
     }
 
-    fn on_auth(&mut self, id: Option<&str>, token: &str) {
+    async fn on_auth(&mut self, id: Option<&str>, token: &str) {
         if self.player.is_some() {
             return self.error(
                 id,
@@ -307,6 +368,21 @@ impl<A: Accounts> Connection<A> {
         }
         match self.state.jwt.verify(token) {
             Ok(claims) => {
+                let player = claims.sub.to_string();
+                if let Err(refused) = self
+                    .state
+                    .limits
+                    .acquire(Slot::Player, &player, &self.conn_id)
+                    .await
+                {
+                    self.push(limited_message(
+                        id,
+                        &refused,
+                        "too many open connections for this player; close one first",
+                    ));
+                    return self.close(close::TOO_MANY_CONNECTIONS, "too many connections");
+                }
+                self.slots.push((Slot::Player, player));
                 self.send(&ServerMessage::Authenticated {
                     id: id.map(str::to_owned),
                     player: PlayerInfo {
@@ -359,6 +435,27 @@ impl<A: Accounts> Connection<A> {
                         "a clock is 1 to 60 minutes with an increment of 0 to 60 seconds",
                     );
                 }
+                if let Err(refused) = self.state.limits.check(Window::Boards, &player.id).await {
+                    return self.push(limited_message(
+                        id,
+                        &refused,
+                        "too many boards created; try again later",
+                    ));
+                }
+                let player_id = player.id.clone();
+                let reservation = format!("r:{}", uuid::Uuid::new_v4());
+                if !self.reserve_waiting(&player.id, &reservation).await {
+                    count_refusal("waiting_boards");
+                    return self.error(
+                        id,
+                        None,
+                        ErrorCode::TooManyBoards,
+                        format!(
+                            "{} of your boards are waiting for an opponent; abort one or wait until one starts",
+                            self.state.limits.args.waiting_boards
+                        ),
+                    );
+                }
                 let color = match color {
                     ColorChoiceWire::White => pb::ColorChoice::White,
                     ColorChoiceWire::Black => pb::ColorChoice::Black,
@@ -377,6 +474,10 @@ impl<A: Accounts> Connection<A> {
                 match sessions.create_board(request).await {
                     Ok(r) => {
                         let r = r.into_inner();
+                        self.state
+                            .limits
+                            .confirm_waiting(&player_id, &reservation, &r.game_id)
+                            .await;
                         self.send(&ServerMessage::BoardCreated {
                             id: id.map(str::to_owned),
                             game_id: r.game_id.clone(),
@@ -390,7 +491,13 @@ impl<A: Accounts> Connection<A> {
                         });
                         self.follow(&r.game_id, None, id);
                     }
-                    Err(status) => self.refused(id, None, status.into()),
+                    Err(status) => {
+                        self.state
+                            .limits
+                            .remove_waiting(&player_id, &reservation)
+                            .await;
+                        self.refused(id, None, status.into());
+                    }
                 }
             }
             ClientMessage::JoinBoard { code, .. } => {
@@ -443,6 +550,40 @@ impl<A: Accounts> Connection<A> {
 
     fn refused(&self, id: Option<&str>, game_id: Option<&str>, refusal: Refusal) {
         self.error(id, game_id, refusal.code, refusal.message);
+    }
+
+    /// Reserves one of the player's waiting-board slots. At the cap, each counted board is
+    /// checked with game-session first: one that started or ended (the gateway may not
+    /// have seen it: nobody followed it) stops counting, and the reservation is retried.
+    async fn reserve_waiting(&self, player: &str, reservation: &str) -> bool {
+        let limits = &self.state.limits;
+        let Reservation::Full(members) = limits.reserve_waiting(player, reservation).await else {
+            return true;
+        };
+        let mut freed = false;
+        for game in members.iter().filter(|m| !m.starts_with("r:")) {
+            if !self.still_waiting(game, player).await {
+                limits.remove_waiting(player, game).await;
+                freed = true;
+            }
+        }
+        freed && limits.reserve_waiting(player, reservation).await == Reservation::Reserved
+    }
+
+    /// Whether `game` still waits for its second player (version 1: only its creation).
+    async fn still_waiting(&self, game: &str, player: &str) -> bool {
+        let mut sessions = self.state.sessions.clone();
+        match sessions
+            .get_view(pb::GetViewRequest {
+                game_id: game.to_owned(),
+                player_id: player.to_owned(),
+            })
+            .await
+        {
+            Ok(view) => view.into_inner().version < 2,
+            // Unknown: gone. Anything else: cannot tell now, so it keeps counting.
+            Err(status) => Refusal::from(status).code != ErrorCode::GameNotFound,
+        }
     }
 
     async fn act(&mut self, player: &games::Player, id: Option<&str>, message: ClientMessage) {
@@ -642,12 +783,26 @@ impl<A: Accounts> Follower<A> {
         }
     }
 
+    /// The game has a second player or is over: if it was one of the player's waiting
+    /// boards, it no longer counts.
+    async fn left_waiting(&self) {
+        self.state
+            .limits
+            .remove_waiting(&self.player_id, &self.game.to_string())
+            .await;
+    }
+
     async fn run(self, after: Option<u64>) {
         let (mut last, seat) = match self.catch_up(after).await {
-            Ok((_, _, true)) => return,
+            Ok((_, _, true)) => return self.left_waiting().await,
             Ok((last, seat, false)) => (last, seat),
             Err(refusal) => return self.fail(refusal),
         };
+        // Versions after 1 (creation) mean the board no longer waits.
+        let mut waiting = last < 2;
+        if !waiting {
+            self.left_waiting().await;
+        }
         let audience = frontier_platform::convert::audience_of_seat(seat);
         let subject = self.state.ns.game_subject(&self.game, audience);
         let (_topic, mut rx) = match self.state.hub.follow(&subject).await {
@@ -662,7 +817,7 @@ impl<A: Accounts> Follower<A> {
         };
         // Anything published between the first read and the subscription.
         match self.catch_up(Some(last)).await {
-            Ok((_, _, true)) => return,
+            Ok((_, _, true)) => return self.left_waiting().await,
             Ok((v, _, false)) => last = v,
             Err(refusal) => return self.fail(refusal),
         }
@@ -679,7 +834,13 @@ impl<A: Accounts> Follower<A> {
                 }
             };
             let step = match received {
-                Ok(frame) => self.on_frame(last, frame).await,
+                Ok(frame) => {
+                    if waiting && frame.version >= 2 {
+                        waiting = false;
+                        self.left_waiting().await;
+                    }
+                    self.on_frame(last, frame).await
+                }
                 Err(broadcast::error::RecvError::Lagged(_)) => {
                     match self.catch_up(Some(last)).await {
                         Ok((_, _, true)) => Step::Stop,
@@ -695,6 +856,10 @@ impl<A: Accounts> Follower<A> {
             match step {
                 Step::Continue(v) => last = v,
                 Step::Stop => return,
+            }
+            if waiting && last >= 2 {
+                waiting = false;
+                self.left_waiting().await;
             }
             if self.out.is_closed() {
                 return;

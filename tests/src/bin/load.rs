@@ -12,6 +12,14 @@
 //! while the pairs play; it reports how late each flag fell after its deadline, from the
 //! server's own clock readings.
 //!
+//! With `--login-flood N`, N keep-alive connections send wrong-password logins for one
+//! registered account back to back while the pairs play, and it reports how many were
+//! answered and how (401 checked, 429 rate-limited, 503 hashing saturated);
+//! `--flood-rate R` paces the flood to R attempts a second in all (default: as fast as
+//! the answers come). The pairs
+//! create many guests and boards from one address: start the gateway with generous
+//! `FRONTIER_GUEST_LIMIT` / `FRONTIER_BOARD_LIMIT` (see docs/benchmarks.md).
+//!
 //! Each pair is two guests playing casual standard games of random legal moves (at most 80
 //! plies, then a new game), each move sent only after the previous one was acknowledged.
 //! Sends only to the address given; stops by itself after `--seconds`.
@@ -33,6 +41,8 @@ struct Args {
     pairs: usize,
     seconds: u64,
     flags: usize,
+    login_flood: usize,
+    flood_rate: Option<f64>,
 }
 
 fn args() -> anyhow::Result<Args> {
@@ -41,6 +51,8 @@ fn args() -> anyhow::Result<Args> {
         pairs: 20,
         seconds: 15,
         flags: 0,
+        login_flood: 0,
+        flood_rate: None,
     };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
@@ -50,6 +62,8 @@ fn args() -> anyhow::Result<Args> {
             "--pairs" => a.pairs = value.parse()?,
             "--seconds" => a.seconds = value.parse()?,
             "--flags" => a.flags = value.parse()?,
+            "--login-flood" => a.login_flood = value.parse()?,
+            "--flood-rate" => a.flood_rate = Some(value.parse()?),
             other => anyhow::bail!("unknown argument {other}"),
         }
     }
@@ -71,6 +85,71 @@ async fn guest_token(addr: &str) -> anyhow::Result<String> {
     let body = &out[out.find('{').context("body")?..=out.rfind('}').context("body")?];
     let v: Value = serde_json::from_str(body)?;
     Ok(v["token"].as_str().context("token")?.to_owned())
+}
+
+/// One HTTP/1.1 request on a kept-alive connection: the status.
+async fn keep_alive_post(
+    stream: &mut tokio::io::BufReader<tokio::net::TcpStream>,
+    addr: &str,
+    path: &str,
+    body: &str,
+) -> anyhow::Result<u16> {
+    use tokio::io::AsyncBufReadExt as _;
+    let request = format!(
+        "POST {path} HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    stream.get_mut().write_all(request.as_bytes()).await?;
+    let mut status = 0;
+    let mut length = 0usize;
+    let mut line = String::new();
+    loop {
+        line.clear();
+        anyhow::ensure!(stream.read_line(&mut line).await? > 0, "closed");
+        let l = line.trim_end();
+        if l.is_empty() {
+            break;
+        }
+        if status == 0 {
+            status = l.split_whitespace().nth(1).context("status")?.parse()?;
+        } else if let Some((name, value)) = l.split_once(':')
+            && name.eq_ignore_ascii_case("content-length")
+        {
+            length = value.trim().parse()?;
+        }
+    }
+    let mut body = vec![0; length];
+    stream.read_exact(&mut body).await?;
+    Ok(status)
+}
+
+/// Wrong-password logins for `username` until `deadline`, on one kept-alive connection:
+/// how many got each status.
+async fn login_flood(
+    addr: String,
+    username: String,
+    deadline: Instant,
+    every: Option<Duration>,
+) -> anyhow::Result<std::collections::BTreeMap<u16, u64>> {
+    let mut statuses = std::collections::BTreeMap::new();
+    let mut stream = tokio::io::BufReader::new(tokio::net::TcpStream::connect(&addr).await?);
+    let body = json!({"username": username, "password": "not the password"}).to_string();
+    let mut pace = every.map(tokio::time::interval);
+    while Instant::now() < deadline {
+        if let Some(pace) = &mut pace {
+            pace.tick().await;
+        }
+        let status = match keep_alive_post(&mut stream, &addr, "/api/login", &body).await {
+            Ok(s) => s,
+            Err(_) => {
+                // The server may close a kept-alive connection: open another.
+                stream = tokio::io::BufReader::new(tokio::net::TcpStream::connect(&addr).await?);
+                continue;
+            }
+        };
+        *statuses.entry(status).or_insert(0) += 1;
+    }
+    Ok(statuses)
 }
 
 async fn client(addr: &str) -> anyhow::Result<Ws> {
@@ -209,6 +288,27 @@ async fn main() -> anyhow::Result<()> {
     for _ in 0..args.flags {
         flags.spawn(flag_game(args.addr.clone()));
     }
+    let mut flood = tokio::task::JoinSet::new();
+    if args.login_flood > 0 {
+        // The target: a registered account (a fresh name per run).
+        let username = format!("victim{}", std::process::id());
+        let mut s = tokio::io::BufReader::new(tokio::net::TcpStream::connect(&args.addr).await?);
+        let body = json!({"username": username, "password": "correct horse battery"});
+        let status =
+            keep_alive_post(&mut s, &args.addr, "/api/register", &body.to_string()).await?;
+        anyhow::ensure!(status == 201, "registering the flood's target: {status}");
+        let every = args
+            .flood_rate
+            .map(|r| Duration::from_secs_f64(args.login_flood as f64 / r.max(0.001)));
+        for _ in 0..args.login_flood {
+            flood.spawn(login_flood(
+                args.addr.clone(),
+                username.clone(),
+                deadline,
+                every,
+            ));
+        }
+    }
     let mut all = Vec::new();
     while let Some(r) = set.join_next().await {
         match r? {
@@ -232,6 +332,25 @@ async fn main() -> anyhow::Result<()> {
         f64::from(pct(0.99)) / 1000.0,
         args.pairs
     );
+    if args.login_flood > 0 {
+        let mut statuses = std::collections::BTreeMap::new();
+        while let Some(r) = flood.join_next().await {
+            match r? {
+                Ok(s) => {
+                    for (status, n) in s {
+                        *statuses.entry(status).or_insert(0u64) += n;
+                    }
+                }
+                Err(e) => eprintln!("a flood connection stopped: {e:#}"),
+            }
+        }
+        let total: u64 = statuses.values().sum();
+        println!(
+            "login flood ({} connections): {total} attempts, {:.0}/s; by status {statuses:?}",
+            args.login_flood,
+            total as f64 / args.seconds.max(1) as f64
+        );
+    }
     if args.flags > 0 {
         let mut lags = Vec::new();
         while let Some(r) = flags.join_next().await {

@@ -21,6 +21,20 @@ use tokio_tungstenite::tungstenite::Message;
 /// The JWT secret every gateway of a test platform shares.
 pub const JWT_SECRET: &str = "integration-test-secret-0123456789abcdef";
 
+/// Abuse limits far above what any test does (a test that checks a limit sets its own).
+pub const GENEROUS_LIMITS: &[(&str, &str)] = &[
+    ("--guest-limit", "100000/1s"),
+    ("--register-limit", "100000/1s"),
+    ("--login-limit", "100000/1s"),
+    ("--login-free-failures", "100000"),
+    ("--ws-per-address", "100000"),
+    ("--ws-per-player", "1000"),
+    ("--board-limit", "100000/1s"),
+    ("--waiting-boards", "10000"),
+    ("--hash-queue", "64"),
+    ("--hash-rate", "100000"),
+];
+
 /// How long a test waits for a frame before failing.
 pub const WAIT: Duration = Duration::from_secs(30);
 
@@ -36,6 +50,8 @@ pub struct Platform {
     pub database_url: String,
     /// What the rating consumer did.
     pub rating: Arc<frontier_rating::ConsumerStats>,
+    /// The rating service's read API.
+    pub rating_url: String,
     shutdowns: Vec<Shutdown>,
     tasks: Vec<tokio::task::JoinHandle<anyhow::Result<()>>>,
 }
@@ -52,14 +68,15 @@ impl Platform {
         Platform::start_with(gateways, sessions, layout, &[], &[]).await
     }
 
-    /// [`Platform::start`], with extra command-line flags for every game-session and every
-    /// gateway.
+    /// As [`Platform::start`], with extra flags for every game-session, and gateway flags
+    /// (`("--login-limit", "3/1s")`, …) that replace the harness's own. The harness raises every abuse limit far above what a
+    /// test does, so only a test that sets a limit meets it.
     pub async fn start_with(
         gateways: usize,
         sessions: usize,
         layout: Option<&str>,
         session_flags: &[&str],
-        gateway_flags: &[&str],
+        gateway_flags: &[(&str, &str)],
     ) -> anyhow::Result<Platform> {
         let namespace = frontier_testkit::unique_namespace();
         let database_url = frontier_testkit::fresh_database().await?;
@@ -69,6 +86,7 @@ impl Platform {
             namespace: namespace.clone(),
             database_url: database_url.clone(),
             rating: Arc::default(),
+            rating_url: String::new(),
             shutdowns: Vec::new(),
             tasks: Vec::new(),
         };
@@ -134,6 +152,7 @@ impl Platform {
             }));
             url
         };
+        platform.rating_url = rating_url.clone();
         for i in 0..gateways {
             let session = platform.sessions[i % sessions];
             let mut args = vec![
@@ -152,8 +171,17 @@ impl Platform {
                 "https://frontier.test".into(),
                 "--rating-url".into(),
                 rating_url.clone(),
+                "--redis-url".into(),
+                frontier_testkit::redis_url(),
             ];
-            args.extend(gateway_flags.iter().map(|f| (*f).to_owned()));
+            for (flag, value) in GENEROUS_LIMITS
+                .iter()
+                .filter(|(flag, _)| !gateway_flags.iter().any(|(f, _)| f == flag))
+                .chain(gateway_flags)
+            {
+                args.push((*flag).to_owned());
+                args.push((*value).to_owned());
+            }
             let config = frontier_gateway::Config::try_parse_from(args)?;
             let shutdown = Shutdown::new();
             let state = frontier_gateway::build(&config, shutdown.clone()).await?;
@@ -254,6 +282,69 @@ pub async fn post(addr: SocketAddr, path: &str, body: &str) -> anyhow::Result<(u
     let json_end = body.rfind('}').map_or(body.len(), |i| i + 1);
     let value = serde_json::from_str(&body[json_start..json_end]).unwrap_or(Value::Null);
     Ok((status, value))
+}
+
+/// An HTTP response: status, headers (names lower-cased) and JSON body.
+#[derive(Debug)]
+pub struct Response {
+    /// The status code.
+    pub status: u16,
+    /// The headers, names lower-cased.
+    pub headers: Vec<(String, String)>,
+    /// The body as JSON (`Null` if it is not JSON).
+    pub body: Value,
+}
+
+impl Response {
+    /// A header's value.
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+/// A minimal HTTP/1.1 POST with extra headers (`X-Forwarded-For`, …).
+pub async fn post_with(
+    addr: SocketAddr,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: &str,
+) -> anyhow::Result<Response> {
+    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+    let mut stream = tokio::net::TcpStream::connect(addr).await?;
+    let extra: String = headers
+        .iter()
+        .map(|(n, v)| format!("{n}: {v}\r\n"))
+        .collect();
+    let request = format!(
+        "POST {path} HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n{extra}Connection: close\r\n\r\n{body}",
+        body.len()
+    );
+    stream.write_all(request.as_bytes()).await?;
+    let mut response = Vec::new();
+    stream.read_to_end(&mut response).await?;
+    let text = String::from_utf8_lossy(&response);
+    let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
+    let mut lines = head.lines();
+    let status: u16 = lines
+        .next()
+        .and_then(|l| l.split_whitespace().nth(1))
+        .context("status line")?
+        .parse()?;
+    let headers = lines
+        .filter_map(|l| l.split_once(':'))
+        .map(|(n, v)| (n.trim().to_ascii_lowercase(), v.trim().to_owned()))
+        .collect();
+    let json_start = body.find('{').unwrap_or(0);
+    let json_end = body.rfind('}').map_or(body.len(), |i| i + 1);
+    let body = serde_json::from_str(&body[json_start..json_end]).unwrap_or(Value::Null);
+    Ok(Response {
+        status,
+        headers,
+        body,
+    })
 }
 
 /// A guest token.
