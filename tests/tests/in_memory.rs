@@ -62,6 +62,7 @@ async fn a_game_plays_through_in_memory_adapters() -> anyhow::Result<()> {
             presence_interval: Duration::from_secs(10),
         },
         shutdown: shutdown.clone(),
+        connections: tokio_util::task::TaskTracker::new(),
     });
     let http = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
     let addr = http.local_addr()?;
@@ -180,6 +181,7 @@ async fn the_dashboard_is_served_from_the_rating_service_and_the_gateways_accoun
             presence_interval: Duration::from_secs(10),
         },
         shutdown: shutdown.clone(),
+        connections: tokio_util::task::TaskTracker::new(),
     });
     let http = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
     let addr = http.local_addr()?;

@@ -170,6 +170,26 @@ pub enum ClientMessage {
 }
 
 impl ClientMessage {
+    /// The message's `type` (one of [`CLIENT_MESSAGE_TYPES`]).
+    pub fn kind(&self) -> &'static str {
+        match self {
+            ClientMessage::Auth { .. } => "auth",
+            ClientMessage::Ping { .. } => "ping",
+            ClientMessage::CreateBoard { .. } => "create_board",
+            ClientMessage::JoinBoard { .. } => "join_board",
+            ClientMessage::Open { .. } => "open",
+            ClientMessage::Close { .. } => "close",
+            ClientMessage::Move { .. } => "move",
+            ClientMessage::Promote { .. } => "promote",
+            ClientMessage::Resign { .. } => "resign",
+            ClientMessage::OfferDraw { .. } => "offer_draw",
+            ClientMessage::AcceptDraw { .. } => "accept_draw",
+            ClientMessage::DeclineDraw { .. } => "decline_draw",
+            ClientMessage::Abort { .. } => "abort",
+            ClientMessage::ClaimVictory { .. } => "claim_victory",
+        }
+    }
+
     /// The message's `id`, if any.
     pub fn id(&self) -> Option<&str> {
         match self {
@@ -276,6 +296,7 @@ mod tests {
             let m: ClientMessage = serde_json::from_str(sample).expect(sample);
             let back = serde_json::to_value(&m).expect("serialises");
             assert_eq!(back["type"], *ty);
+            assert_eq!(m.kind(), *ty);
         }
     }
 

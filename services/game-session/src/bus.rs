@@ -72,6 +72,11 @@ pub struct NatsBus {
 }
 
 impl NatsBus {
+    /// The NATS connection (for readiness checks).
+    pub fn client(&self) -> async_nats::Client {
+        self.client.clone()
+    }
+
     /// Connects and makes sure the finished-games stream exists.
     pub async fn connect(url: &str, ns: Namespace) -> Result<NatsBus, BusError> {
         let client = async_nats::connect(url)

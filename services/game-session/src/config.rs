@@ -39,6 +39,9 @@ pub struct Config {
     /// follows its game) it still counts as connected.
     #[arg(long, env = "FRONTIER_PRESENCE_TIMEOUT", default_value = "30s", value_parser = parse_duration)]
     pub presence_timeout: Duration,
+    /// Admin endpoints: `/metrics`, `/healthz`, `/readyz` (Redis and NATS reachable).
+    #[command(flatten)]
+    pub admin: frontier_platform::config::AdminArgs,
     /// Test-only settings: present only in builds with the `test-hooks` feature, which
     /// release builds and images never enable (without it these flags do not exist, and a
     /// `FRONTIER_TEST_…` hook variable stops the service at start).

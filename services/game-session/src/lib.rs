@@ -112,6 +112,9 @@ pub async fn serve<S: GameStore, B: EventBus>(
     };
     let incoming = tokio_stream_listener(listener);
     let result = tonic::transport::Server::builder()
+        .layer(frontier_platform::admin::GrpcMetricsLayer {
+            service: "game-session",
+        })
         .add_service(GameSessionServer::new(grpc::GrpcGameSession::new(service)))
         .serve_with_incoming_shutdown(incoming, shutdown.clone().wait_owned())
         .await;
@@ -135,6 +138,16 @@ fn tokio_stream_listener(
 /// Runs game-session from configuration until `shutdown`.
 pub async fn run(config: Config, shutdown: Shutdown) -> anyhow::Result<()> {
     let service = build(&config).await?;
+    frontier_platform::admin::spawn(
+        config.admin.admin_listen,
+        "game-session",
+        frontier_platform::admin::Readiness::new()
+            .redis(service.store().connection())
+            .nats(service.bus().client()),
+        shutdown.clone(),
+    )
+    .await
+    .context("admin listener")?;
     let listener = TcpListener::bind(config.listen)
         .await
         .with_context(|| format!("binding {}", config.listen))?;

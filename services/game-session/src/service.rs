@@ -133,6 +133,24 @@ fn client(code: ErrorCode, message: impl Into<String>) -> SessionError {
     SessionError::Client(code, message.into())
 }
 
+/// The traffic metrics of a stored change: boards, games started and finished, moves, by
+/// variant (moves/s and games live follow from their rates and differences).
+fn count(live: &LiveGame, change: &Change) {
+    let variant = live.info().variant.name();
+    let name = match &change.happened {
+        Happened::Started => Some("frontier_game_session_games_started_total"),
+        Happened::Moved(_) => Some("frontier_game_session_moves_total"),
+        _ => None,
+    };
+    if let Some(name) = name {
+        metrics::counter!(name, "variant" => variant).increment(1);
+    }
+    if change.finished {
+        metrics::counter!("frontier_game_session_games_finished_total", "variant" => variant)
+            .increment(1);
+    }
+}
+
 fn random_code() -> Result<String, SessionError> {
     let mut bytes = [0u8; 6];
     getrandom::fill(&mut bytes)
@@ -195,6 +213,8 @@ impl<S: GameStore, B: EventBus> GameService<S, B> {
     /// log and finished records are retried from the outbox.
     async fn publish(&self, game: &GameId, live: &LiveGame, frames: &AudienceFrames) {
         if let Err(e) = self.bus.publish_game_event(game, frames).await {
+            metrics::counter!("frontier_game_session_publish_errors_total", "kind" => "event")
+                .increment(1);
             tracing::warn!(%game, error = %e, "publishing a game event failed; subscribers will resume from the log");
         }
         if live.is_finished() {
@@ -222,6 +242,8 @@ impl<S: GameStore, B: EventBus> GameService<S, B> {
                 }
             }
             Err(e) => {
+                metrics::counter!("frontier_game_session_publish_errors_total", "kind" => "finished")
+                    .increment(1);
                 tracing::warn!(%game, error = %e, "publishing a finished game failed; the outbox will retry");
             }
         }
@@ -349,7 +371,11 @@ impl<S: GameStore, B: EventBus> GameService<S, B> {
                 deadline: None,
             })
             .await?;
-        if !stored {
+        if stored {
+            metrics::counter!("frontier_game_session_boards_created_total",
+                "variant" => live.info().variant.name())
+            .increment(1);
+        } else {
             return Err(SessionError::Internal(
                 "a fresh game id was already taken".into(),
             ));
@@ -405,7 +431,7 @@ impl<S: GameStore, B: EventBus> GameService<S, B> {
         now_ms: i64,
     ) -> Result<Option<AudienceFrames>, SessionError> {
         let frames = render::frames(live, &change.happened, version + 1, now_ms);
-        let stored = self
+        let stored: bool = self
             .store
             .compare_and_set(Write {
                 game: *game,
@@ -418,6 +444,11 @@ impl<S: GameStore, B: EventBus> GameService<S, B> {
                 deadline: live.deadline(),
             })
             .await?;
+        if stored {
+            count(live, change);
+        } else {
+            metrics::counter!("frontier_game_session_cas_conflicts_total").increment(1);
+        }
         Ok(stored.then_some(frames))
     }
 

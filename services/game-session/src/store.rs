@@ -162,6 +162,11 @@ impl RedisStore {
         })
     }
 
+    /// The Redis connection (for readiness checks).
+    pub fn connection(&self) -> ConnectionManager {
+        self.conn.clone()
+    }
+
     fn outbox_key(&self) -> String {
         format!("{}:finished-outbox", self.ns.prefix())
     }

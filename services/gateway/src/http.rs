@@ -308,7 +308,11 @@ async fn websocket<A: Accounts>(
         // frame is refused from its header, and its unread rest may make the close a reset.
         .max_message_size(64 * 1024)
         .max_frame_size(1024 * 1024)
-        .on_upgrade(move |socket| crate::ws::serve(socket, state, client))
+        .on_upgrade(move |socket| {
+            // Tracked, so that shutdown waits until every socket was closed with 1001.
+            let tasks = state.connections.clone();
+            tasks.track_future(crate::ws::serve(socket, state, client))
+        })
 }
 
 async fn not_found() -> ApiError {

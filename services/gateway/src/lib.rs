@@ -68,6 +68,9 @@ pub struct AppState<A> {
     pub settings: Settings,
     /// Shutdown signal.
     pub shutdown: Shutdown,
+    /// The open WebSocket connections' tasks: on shutdown each closes its socket with 1001
+    /// (so the client resumes on another gateway), and `serve` waits for them.
+    pub connections: tokio_util::task::TaskTracker,
 }
 
 /// Builds the state from configuration: connects to Postgres (and applies the gateway's own
@@ -148,6 +151,7 @@ pub async fn build(
             presence_interval: config.presence_interval,
         },
         shutdown,
+        connections: tokio_util::task::TaskTracker::new(),
     }))
 }
 
@@ -165,11 +169,17 @@ pub async fn serve<A: Accounts>(
         }
     });
     // The peer address feeds the per-address limits.
+    let connections = state.connections.clone();
     let app = http::router(state).into_make_service_with_connect_info::<SocketAddr>();
-    axum::serve(listener, app)
+    // Two stages: on shutdown stop accepting (and finish HTTP requests in flight), then
+    // wait for every WebSocket to have sent its 1001 close.
+    let served = axum::serve(listener, app)
         .with_graceful_shutdown(shutdown.wait_owned())
         .await
-        .context("HTTP server")
+        .context("HTTP server");
+    connections.close();
+    connections.wait().await;
+    served
 }
 
 /// Removes expired guests every `interval` until `shutdown` (see

@@ -120,6 +120,7 @@ fn error_frame(
     message: impl Into<String>,
     retry_after_ms: Option<u64>,
 ) -> Message {
+    metrics::counter!("frontier_gateway_ws_errors_total", "code" => code.as_str()).increment(1);
     text(to_json(&ServerMessage::Error {
         id: id.map(str::to_owned),
         game_id: game_id.map(str::to_owned),
@@ -152,6 +153,8 @@ fn auth_code(e: &AuthError) -> ErrorCode {
 /// Serves one WebSocket from the client address `client` (as the limits key it) until it
 /// closes or the gateway shuts down.
 pub async fn serve<A: Accounts>(socket: WebSocket, state: Arc<AppState<A>>, client: String) {
+    metrics::gauge!("frontier_gateway_ws_connections").increment(1.0);
+    let _open = OpenConnection;
     let (mut sink, mut stream) = socket.split();
     let (out, mut out_rx) = mpsc::channel::<Message>(state.settings.outbound_queue);
     let writer = tokio::spawn(async move {
@@ -297,6 +300,8 @@ impl<A: Accounts> Connection<A> {
             Ok(m) => m,
             Err(e) => return self.parse_error(raw, &e),
         };
+        metrics::counter!("frontier_gateway_ws_messages_total", "type" => message.kind())
+            .increment(1);
         let id = message.id().map(str::to_owned);
         let id = id.as_deref();
         if id.is_some_and(|id| id.len() > MAX_ID_BYTES) {
@@ -710,6 +715,7 @@ impl<A: Accounts> Follower<A> {
     /// Relays one frame; false if the connection is closing. game-session renders frames
     /// as JSON text, so a frame that is not UTF-8 cannot occur; it would be skipped.
     fn push(&self, json: Bytes) -> bool {
+        metrics::counter!("frontier_gateway_relayed_frames_total").increment(1);
         match Utf8Bytes::try_from(json) {
             Ok(text) => deliver(&self.out, Message::Text(text)),
             Err(_) => true,
@@ -903,6 +909,15 @@ impl<A: Accounts> Follower<A> {
                 Step::Stop
             }
         }
+    }
+}
+
+/// Counts an open connection down when its task ends, however it ends.
+struct OpenConnection;
+
+impl Drop for OpenConnection {
+    fn drop(&mut self) {
+        metrics::gauge!("frontier_gateway_ws_connections").decrement(1.0);
     }
 }
 

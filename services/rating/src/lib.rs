@@ -207,9 +207,20 @@ pub async fn consume<S: RatingStore>(
         .await
         .context("durable consumer")?;
     let mut messages = consumer.messages().await.context("pull messages")?;
+    // The consumer's lag (pending + awaiting ack), the figure KEDA scales on, as a gauge.
+    let mut lag_probe = consumer.clone();
+    let mut lag_tick = tokio::time::interval(Duration::from_secs(5));
+    lag_tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         let next = tokio::select! {
             _ = shutdown.wait() => return Ok(()),
+            _ = lag_tick.tick() => {
+                if let Ok(info) = lag_probe.info().await {
+                    let lag = info.num_pending + info.num_ack_pending as u64;
+                    metrics::gauge!("frontier_rating_consumer_lag").set(lag as f64);
+                }
+                continue;
+            }
             m = messages.next() => m,
         };
         let Some(message) = next else {
@@ -331,6 +342,7 @@ pub async fn serve_api<S: RatingStore>(
         Some((accepted, listener))
     });
     tonic::transport::Server::builder()
+        .layer(frontier_platform::admin::GrpcMetricsLayer { service: "rating" })
         .add_service(service.into_server())
         .serve_with_incoming_shutdown(incoming, shutdown.wait_owned())
         .await
