@@ -1,0 +1,485 @@
+//! The `frontier` binary run as operators run it: one process per service, on real Redis,
+//! NATS and Postgres. Every service answers `/metrics`, `/healthz` and `/readyz` on its
+//! admin port with its own metrics; and a gateway stopped with SIGTERM while pairs play
+//! closes its sockets with 1001, its clients resume on another gateway, and no event is
+//! lost or doubled.
+
+use std::net::SocketAddr;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use anyhow::Context as _;
+use futures_util::{SinkExt as _, StreamExt as _};
+use serde_json::{Value, json};
+use tokio_tungstenite::tungstenite::Message;
+
+const JWT_SECRET: &str = "process-test-secret-0123456789abcdefghij";
+const WAIT: Duration = Duration::from_secs(30);
+
+/// A free loopback port (bound, read, released: the child binds it right after).
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("a free port")
+}
+
+struct Proc {
+    child: Child,
+    name: &'static str,
+}
+
+impl Drop for Proc {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+struct Platform {
+    procs: Vec<Proc>,
+    gateways: Vec<SocketAddr>,
+    admin: Vec<(&'static str, SocketAddr)>,
+    namespace: String,
+}
+
+fn spawn(name: &'static str, args: &[String], env: &[(&str, String)]) -> Proc {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_frontier"));
+    cmd.arg(name)
+        .args(args)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    Proc {
+        child: cmd.spawn().expect("the frontier binary starts"),
+        name,
+    }
+}
+
+async fn wait_for_port(addr: SocketAddr) -> anyhow::Result<()> {
+    let deadline = Instant::now() + WAIT;
+    while tokio::net::TcpStream::connect(addr).await.is_err() {
+        anyhow::ensure!(Instant::now() < deadline, "{addr} never opened");
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    Ok(())
+}
+
+impl Platform {
+    async fn start(gateways: usize) -> anyhow::Result<Platform> {
+        let namespace = frontier_testkit::unique_namespace();
+        let database_url = frontier_testkit::fresh_database().await?;
+        let env = vec![
+            ("FRONTIER_REDIS_URL", frontier_testkit::redis_url()),
+            ("FRONTIER_NATS_URL", frontier_testkit::nats_url()),
+            ("FRONTIER_DATABASE_URL", database_url),
+            ("FRONTIER_NAMESPACE", namespace.clone()),
+            ("FRONTIER_JWT_SECRET", JWT_SECRET.to_owned()),
+        ];
+        let addr = |port: u16| SocketAddr::from(([127, 0, 0, 1], port));
+        let mut p = Platform {
+            procs: Vec::new(),
+            gateways: Vec::new(),
+            admin: Vec::new(),
+            namespace,
+        };
+        let session = addr(free_port());
+        let rating = addr(free_port());
+        let admin_of = |name: &'static str, p: &mut Platform| {
+            let a = addr(free_port());
+            p.admin.push((name, a));
+            a.to_string()
+        };
+        let a = admin_of("game-session", &mut p);
+        p.procs.push(spawn(
+            "game-session",
+            &[
+                "--listen".into(),
+                session.to_string(),
+                "--admin-listen".into(),
+                a,
+            ],
+            &env,
+        ));
+        let a = admin_of("rating", &mut p);
+        p.procs.push(spawn(
+            "rating",
+            &[
+                "--listen".into(),
+                rating.to_string(),
+                "--admin-listen".into(),
+                a,
+            ],
+            &env,
+        ));
+        let a = admin_of("clock", &mut p);
+        p.procs.push(spawn(
+            "clock",
+            &[
+                "--game-session-urls".into(),
+                format!("http://{session}"),
+                "--admin-listen".into(),
+                a,
+            ],
+            &env,
+        ));
+        for _ in 0..gateways {
+            let listen = addr(free_port());
+            let a = admin_of("gateway", &mut p);
+            p.procs.push(spawn(
+                "gateway",
+                &[
+                    "--listen".into(),
+                    listen.to_string(),
+                    "--game-session-urls".into(),
+                    format!("http://{session}"),
+                    "--rating-url".into(),
+                    format!("http://{rating}"),
+                    "--admin-listen".into(),
+                    a,
+                    "--drain-timeout".into(),
+                    "10s".into(),
+                ],
+                &env,
+            ));
+            p.gateways.push(listen);
+        }
+        for addr in p.gateways.iter().chain(p.admin.iter().map(|(_, a)| a)) {
+            wait_for_port(*addr).await?;
+        }
+        Ok(p)
+    }
+
+    fn pid_of_gateway(&self, i: usize) -> u32 {
+        self.procs
+            .iter()
+            .filter(|p| p.name == "gateway")
+            .nth(i)
+            .map(|p| p.child.id())
+            .expect("that gateway exists")
+    }
+
+    /// Waits for gateway `i` to exit by itself; its exit status.
+    async fn gateway_exit(&mut self, i: usize) -> anyhow::Result<std::process::ExitStatus> {
+        let proc = self
+            .procs
+            .iter_mut()
+            .filter(|p| p.name == "gateway")
+            .nth(i)
+            .context("that gateway exists")?;
+        let deadline = Instant::now() + WAIT;
+        loop {
+            if let Some(status) = proc.child.try_wait()? {
+                return Ok(status);
+            }
+            anyhow::ensure!(Instant::now() < deadline, "the gateway never exited");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
+    async fn stop(self) {
+        drop(self.procs);
+        if let Ok(client) = async_nats::connect(frontier_testkit::nats_url()).await
+            && let Ok(ns) = frontier_platform::Namespace::new(&self.namespace)
+        {
+            let _ = async_nats::jetstream::new(client)
+                .delete_stream(ns.finished_games_stream())
+                .await;
+        }
+    }
+}
+
+/// A minimal HTTP/1.1 request: status and body.
+async fn http(addr: SocketAddr, method: &str, path: &str) -> anyhow::Result<(u16, String)> {
+    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+    let mut stream = tokio::net::TcpStream::connect(addr).await?;
+    let request = format!(
+        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+    );
+    stream.write_all(request.as_bytes()).await?;
+    let mut response = Vec::new();
+    stream.read_to_end(&mut response).await?;
+    let text = String::from_utf8_lossy(&response).into_owned();
+    let status = text
+        .split_whitespace()
+        .nth(1)
+        .context("status line")?
+        .parse()?;
+    let body = text
+        .split_once("\r\n\r\n")
+        .map(|(_, b)| b.to_owned())
+        .unwrap_or_default();
+    Ok((status, body))
+}
+
+type Ws =
+    tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
+
+struct Player {
+    ws: Ws,
+    token: String,
+    id: String,
+    /// Per game, the versions of the events received, in order.
+    seen: Vec<u64>,
+}
+
+async fn guest(gateway: SocketAddr) -> anyhow::Result<(String, String)> {
+    let (status, body) = http(gateway, "POST", "/api/guest").await?;
+    anyhow::ensure!(status == 201, "guest: {status} {body}");
+    let start = body.find('{').unwrap_or(0);
+    let v: Value = serde_json::from_str(body[start..].trim_end_matches(|c| c != '}'))?;
+    Ok((
+        v["token"].as_str().context("token")?.to_owned(),
+        v["player"]["id"].as_str().context("id")?.to_owned(),
+    ))
+}
+
+impl Player {
+    async fn connect(gateway: SocketAddr, token: &str, id: &str) -> anyhow::Result<Player> {
+        let (ws, _) = tokio_tungstenite::connect_async(format!("ws://{gateway}/ws/v1")).await?;
+        let mut p = Player {
+            ws,
+            token: token.to_owned(),
+            id: id.to_owned(),
+            seen: Vec::new(),
+        };
+        p.send(json!({"type": "auth", "token": token})).await?;
+        p.until(|v| v["type"] == "authenticated").await?;
+        Ok(p)
+    }
+
+    async fn send(&mut self, v: Value) -> anyhow::Result<()> {
+        self.ws.send(Message::Text(v.to_string().into())).await?;
+        Ok(())
+    }
+
+    /// Reads until a frame matches; events are recorded on the way. `Err` with the close
+    /// frame's code if the server closes the connection.
+    async fn until(&mut self, pred: impl Fn(&Value) -> bool) -> anyhow::Result<Value> {
+        loop {
+            let msg = tokio::time::timeout(WAIT, self.ws.next())
+                .await?
+                .context("connection ended")??;
+            match msg {
+                Message::Text(t) => {
+                    let v: Value = serde_json::from_str(&t)?;
+                    if v["type"] == "event"
+                        && let Some(version) = v["version"].as_u64()
+                    {
+                        self.seen.push(version);
+                    }
+                    if pred(&v) {
+                        return Ok(v);
+                    }
+                }
+                Message::Close(frame) => {
+                    anyhow::bail!("closed:{}", frame.map_or(0, |f| u16::from(f.code)));
+                }
+                _ => {}
+            }
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_service_answers_metrics_health_and_readiness() -> anyhow::Result<()> {
+    let p = Platform::start(1).await?;
+    let gw = p.gateways[0];
+    // Some traffic: a game with a move, resigned, then read back through the dashboard.
+    let (t1, id1) = guest(gw).await?;
+    let (t2, id2) = guest(gw).await?;
+    let mut white = Player::connect(gw, &t1, &id1).await?;
+    let mut black = Player::connect(gw, &t2, &id2).await?;
+    white
+        .send(json!({"type": "create_board", "id": "c", "variant": "standard", "color": "white", "clock": {"minutes": 5}}))
+        .await?;
+    let created = white.until(|v| v["type"] == "board_created").await?;
+    let game = created["game_id"].as_str().context("game")?.to_owned();
+    black
+        .send(json!({"type": "join_board", "id": "j", "code": created["code"]}))
+        .await?;
+    black.until(|v| v["type"] == "board_joined").await?;
+    white
+        .send(json!({"type": "move", "id": "m", "game_id": game, "uci": "e2e4"}))
+        .await?;
+    white.until(|v| v["type"] == "ack").await?;
+    white
+        .send(json!({"type": "resign", "id": "r", "game_id": game}))
+        .await?;
+    white.until(|v| v["type"] == "ack").await?;
+    let deadline = Instant::now() + WAIT;
+    loop {
+        let (status, _) = http(gw, "GET", &format!("/api/games/{game}")).await?;
+        if status == 200 {
+            break;
+        }
+        anyhow::ensure!(Instant::now() < deadline, "the game was never recorded");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let expected: &[(&str, &[&str])] = &[
+        (
+            "gateway",
+            &[
+                "frontier_gateway_ws_connections",
+                "frontier_gateway_ws_messages_total{type=\"move\"}",
+                "frontier_gateway_relayed_frames_total",
+            ],
+        ),
+        (
+            "game-session",
+            &[
+                "frontier_grpc_server_requests_total{service=\"game-session\",method=\"Act\",code=\"0\"}",
+                "frontier_grpc_server_duration_seconds_bucket{service=\"game-session\",method=\"Act\"",
+                "frontier_game_session_moves_total{variant=\"standard\"}",
+                "frontier_game_session_games_finished_total{variant=\"standard\"}",
+            ],
+        ),
+        (
+            "rating",
+            &[
+                "frontier_rating_games_total{outcome=\"stored\"}",
+                "frontier_rating_consumer_lag",
+                "frontier_grpc_server_requests_total{service=\"rating\",method=\"GetGame\",code=\"0\"}",
+            ],
+        ),
+        ("clock", &["frontier_clock_deadlines_tracked"]),
+    ];
+    for (service, names) in expected {
+        let (_, admin) = p
+            .admin
+            .iter()
+            .find(|(s, _)| s == service)
+            .context("admin address")?;
+        assert_eq!(
+            http(*admin, "GET", "/healthz").await?,
+            (200, "ok".to_owned())
+        );
+        let (status, ready) = http(*admin, "GET", "/readyz").await?;
+        assert_eq!(status, 200, "{service}: {ready}");
+        let ready: Value = serde_json::from_str(&ready)?;
+        assert_eq!(ready["ready"], true, "{service}: {ready}");
+        // Gauges refreshed on a period (the clock's once a second) may need a moment.
+        let deadline = Instant::now() + WAIT;
+        loop {
+            let (status, text) = http(*admin, "GET", "/metrics").await?;
+            assert_eq!(status, 200);
+            let missing: Vec<&&str> = names.iter().filter(|n| !text.contains(**n)).collect();
+            if missing.is_empty() {
+                break;
+            }
+            anyhow::ensure!(
+                Instant::now() < deadline,
+                "{service} lacks {missing:?} in:\n{text}"
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+    p.stop().await;
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigterm_closes_a_gateways_sockets_with_1001_and_its_clients_resume_elsewhere()
+-> anyhow::Result<()> {
+    let mut p = Platform::start(2).await?;
+    let (doomed, other) = (p.gateways[0], p.gateways[1]);
+    const PAIRS: usize = 4;
+    const MOVES: [&str; 8] = [
+        "g1f3", "g8f6", "f3g1", "f6g8", "b1c3", "b8c6", "c3b1", "c6b8",
+    ];
+    // White of every pair on the gateway that will stop, Black on the other.
+    let mut games = Vec::new();
+    for _ in 0..PAIRS {
+        let (t1, id1) = guest(doomed).await?;
+        let (t2, id2) = guest(other).await?;
+        let mut white = Player::connect(doomed, &t1, &id1).await?;
+        let mut black = Player::connect(other, &t2, &id2).await?;
+        white
+            .send(
+                json!({"type": "create_board", "id": "c", "variant": "standard", "color": "white"}),
+            )
+            .await?;
+        let created = white.until(|v| v["type"] == "board_created").await?;
+        let game = created["game_id"].as_str().context("game")?.to_owned();
+        black
+            .send(json!({"type": "join_board", "id": "j", "code": created["code"]}))
+            .await?;
+        black.until(|v| v["type"] == "board_joined").await?;
+        games.push((game, white, black));
+    }
+    // Play five moves in every game, then stop the gateway with SIGTERM while Black keeps
+    // playing its next move.
+    for (game, white, black) in &mut games {
+        for (i, uci) in MOVES[..5].iter().enumerate() {
+            let mover = if i % 2 == 0 { &mut *white } else { &mut *black };
+            let id = format!("m{i}");
+            mover
+                .send(json!({"type": "move", "id": id, "game_id": game, "uci": uci}))
+                .await?;
+            mover
+                .until(|v| v["type"] == "ack" && v["id"] == id.as_str())
+                .await?;
+        }
+    }
+    let status = Command::new("kill")
+        .args(["-TERM", &p.pid_of_gateway(0).to_string()])
+        .status()?;
+    assert!(status.success());
+    for (game, white, black) in &mut games {
+        // Black (on the other gateway) moves while White's gateway drains.
+        black
+            .send(json!({"type": "move", "id": "m5", "game_id": game, "uci": MOVES[5]}))
+            .await?;
+        black
+            .until(|v| v["type"] == "ack" && v["id"] == "m5")
+            .await
+            .context("black's move during the drain")?;
+        // White's socket is closed with 1001 ("going away": resume elsewhere).
+        let closed = match white.until(|_| false).await {
+            Ok(_) => unreachable!("nothing matches"),
+            Err(e) => e,
+        };
+        assert_eq!(closed.to_string(), "closed:1001");
+        let last = *white.seen.last().context("white saw events")?;
+        let mut resumed = Player::connect(other, &white.token, &white.id).await?;
+        resumed.seen = std::mem::take(&mut white.seen);
+        resumed
+            .send(json!({"type": "open", "game_id": game, "after_version": last}))
+            .await?;
+        let version = 2 + 6; // created, started, then six moves
+        resumed
+            .until(|v| v["type"] == "event" && v["version"] == version)
+            .await
+            .context("resumed up to black's move")?;
+        // The rest of the game is played through the other gateway.
+        for (i, uci) in MOVES.iter().enumerate().skip(6) {
+            let mover = if i % 2 == 0 {
+                &mut resumed
+            } else {
+                &mut *black
+            };
+            let id = format!("m{i}");
+            mover
+                .send(json!({"type": "move", "id": id, "game_id": game, "uci": uci}))
+                .await?;
+            mover
+                .until(|v| v["type"] == "ack" && v["id"] == id.as_str())
+                .await?;
+        }
+        let final_version = 2 + MOVES.len() as u64;
+        resumed
+            .until(|v| v["type"] == "event" && v["version"] == final_version)
+            .await?;
+        // Every version from the start once, in order: nothing lost, nothing doubled.
+        let expected: Vec<u64> = (3..=final_version).collect();
+        let seen: Vec<u64> = resumed.seen.iter().copied().filter(|v| *v >= 3).collect();
+        assert_eq!(seen, expected, "{game}");
+        *white = resumed;
+    }
+    // The stopped gateway drained and exited cleanly, within its drain deadline.
+    assert!(p.gateway_exit(0).await?.success());
+    p.stop().await;
+    Ok(())
+}
