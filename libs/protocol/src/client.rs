@@ -190,6 +190,26 @@ impl ClientMessage {
         }
     }
 
+    /// The message's `type`, as listed in [`CLIENT_MESSAGE_TYPES`].
+    pub fn kind(&self) -> &'static str {
+        match self {
+            ClientMessage::Auth { .. } => "auth",
+            ClientMessage::Ping { .. } => "ping",
+            ClientMessage::CreateBoard { .. } => "create_board",
+            ClientMessage::JoinBoard { .. } => "join_board",
+            ClientMessage::Open { .. } => "open",
+            ClientMessage::Close { .. } => "close",
+            ClientMessage::Move { .. } => "move",
+            ClientMessage::Promote { .. } => "promote",
+            ClientMessage::Resign { .. } => "resign",
+            ClientMessage::OfferDraw { .. } => "offer_draw",
+            ClientMessage::AcceptDraw { .. } => "accept_draw",
+            ClientMessage::DeclineDraw { .. } => "decline_draw",
+            ClientMessage::Abort { .. } => "abort",
+            ClientMessage::ClaimVictory { .. } => "claim_victory",
+        }
+    }
+
     /// The game the message is about, if any.
     pub fn game_id(&self) -> Option<&str> {
         match self {
@@ -276,6 +296,7 @@ mod tests {
             let m: ClientMessage = serde_json::from_str(sample).expect(sample);
             let back = serde_json::to_value(&m).expect("serialises");
             assert_eq!(back["type"], *ty);
+            assert_eq!(m.kind(), *ty);
         }
     }
 

@@ -112,6 +112,7 @@ pub async fn serve<S: GameStore, B: EventBus>(
     };
     let incoming = tokio_stream_listener(listener);
     let result = tonic::transport::Server::builder()
+        .trace_fn(frontier_platform::trace::grpc_server_span)
         .add_service(GameSessionServer::new(grpc::GrpcGameSession::new(service)))
         .serve_with_incoming_shutdown(incoming, shutdown.clone().wait_owned())
         .await;

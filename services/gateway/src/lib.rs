@@ -85,7 +85,7 @@ pub async fn build(
         ratings: config
             .rating_url
             .as_deref()
-            .map(frontier_proto::rating_client)
+            .map(records::connect)
             .transpose()
             .map_err(anyhow::Error::msg)?,
         jwt,
