@@ -60,7 +60,16 @@ fn spans() -> &'static Spans {
         frontier_platform::trace::install_propagator();
         tracing_subscriber::registry()
             .with(tracing_subscriber::EnvFilter::new("info"))
-            .with(tracing_opentelemetry::layer().with_tracer(provider.tracer("frontier-tests")))
+            .with(
+                // Only the spans' own fields as attributes (no code location, thread or
+                // timing), so the test sees exactly what the services record.
+                tracing_opentelemetry::layer()
+                    .with_location(false)
+                    .with_threads(false)
+                    .with_target(false)
+                    .with_tracked_inactivity(false)
+                    .with_tracer(provider.tracer("frontier-tests")),
+            )
             .init();
         Spans {
             exporter,
@@ -151,11 +160,21 @@ async fn a_move_and_a_finished_game_are_each_one_trace() -> anyhow::Result<()> {
         1,
         "game-session's act handler is in the move's trace"
     );
+    let publication = one(
+        &spans,
+        "game_session.publish_event",
+        &[("game", game.as_str()), ("version", version_text.as_str())],
+    );
     for relay in named(&spans, "gateway.relay", &relayed) {
         assert_eq!(
             trace_of(relay),
             trace,
             "each gateway's relay of the event is in the move's trace"
+        );
+        assert_eq!(
+            relay.parent_span_id,
+            publication.span_context.span_id(),
+            "the relay's parent is game-session's publication of the event (across NATS)"
         );
     }
 
@@ -189,6 +208,71 @@ async fn a_move_and_a_finished_game_are_each_one_trace() -> anyhow::Result<()> {
         trace_of(resign),
         trace,
         "each command is a trace of its own"
+    );
+
+    white.close().await;
+    black.close().await;
+    platform.stop().await;
+    Ok(())
+}
+
+/// The fields the platform's spans may record: ids, message types, versions, delivery
+/// counts and gRPC method paths. Anything else (a move, a frame, a layout) must not be
+/// there.
+const ALLOWED_FIELDS: &[&str] = &["game", "kind", "version", "sequence", "delivered", "rpc"];
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn spans_record_ids_types_and_versions_only() -> anyhow::Result<()> {
+    const LAYOUT: &str = "PQBRBRNNPPPPPPP/rnbqbrpnppppppp";
+    spans();
+    let platform = Platform::start(2, 2, Some(LAYOUT)).await?;
+    let mut white = Client::guest(platform.gateways[0], "white").await?;
+    let mut black = Client::guest(platform.gateways[1], "black").await?;
+    let game = start_game(&mut white, &mut black, "hidden", "white").await?;
+    let version = white.play(&game, "e2e4").await?;
+    black.event(&game, version).await?;
+    black.play(&game, "d7d5").await?;
+    black
+        .send(json!({"type": "resign", "id": "r", "game_id": game}))
+        .await?;
+    black.ack("r").await?;
+    let spans = ended("rating's recording of the hidden game", |s| {
+        !named(s, "rating.record", &[("game", game.as_str())]).is_empty()
+    })
+    .await?;
+    let ours = ["gateway.", "game_session.", "rating.", "clock.", "grpc."];
+    let mut checked = 0;
+    for span in spans
+        .iter()
+        .filter(|s| ours.iter().any(|prefix| s.name.starts_with(prefix)))
+    {
+        checked += 1;
+        for kv in &span.attributes {
+            let (key, value) = (kv.key.as_str(), kv.value.to_string());
+            assert!(
+                ALLOWED_FIELDS.contains(&key),
+                "{}: field {key} is not an id, type or version",
+                span.name
+            );
+            let well_formed = match key {
+                "game" => uuid::Uuid::parse_str(&value).is_ok(),
+                "kind" => frontier_protocol::CLIENT_MESSAGE_TYPES.contains(&value.as_str()),
+                "rpc" => value.starts_with("/frontier."),
+                _ => value.parse::<u64>().is_ok(),
+            };
+            assert!(well_formed, "{}: {key} = {value}", span.name);
+        }
+    }
+    assert!(
+        named(
+            &spans,
+            "gateway.command",
+            &[("kind", "move"), ("game", game.as_str())]
+        )
+        .len()
+            == 2
+            && checked > 10,
+        "the hidden game's spans were checked ({checked} spans)"
     );
 
     white.close().await;
