@@ -155,7 +155,7 @@ async fn the_dashboard_is_served_from_the_rating_service_and_the_gateways_accoun
     let shutdown = Shutdown::new();
     let state = Arc::new(frontier_gateway::AppState {
         accounts: MemoryAccounts::new(HashPool::new(1, 16)?),
-        ratings: Some(frontier_proto::rating_client(&rating_url).map_err(anyhow::Error::msg)?),
+        ratings: Some(frontier_gateway::records::connect(&rating_url).map_err(anyhow::Error::msg)?),
         jwt: JwtKeys::new(common::JWT_SECRET.as_bytes(), Duration::from_secs(3600))
             .map_err(anyhow::Error::msg)?,
         // No game is played here: game-session is never called.

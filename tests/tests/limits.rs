@@ -611,7 +611,7 @@ async fn guest_expiry_removes_only_old_guests_without_finished_games() -> anyhow
         .await?;
 
     let week = Duration::from_secs(7 * 86_400);
-    let ratings = frontier_proto::rating_client(&p.rating_url).map_err(anyhow::Error::msg)?;
+    let ratings = frontier_gateway::records::connect(&p.rating_url).map_err(anyhow::Error::msg)?;
     let (a, b) = tokio::join!(
         frontier_gateway::accounts::expire_guests(&pool, &ratings, week, 3),
         frontier_gateway::accounts::expire_guests(&pool, &ratings, week, 3),

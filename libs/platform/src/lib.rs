@@ -14,6 +14,7 @@ pub mod shutdown;
 pub mod streams;
 pub mod telemetry;
 pub mod time;
+pub mod trace;
 
 pub use auth::{AuthError, Claims, JwtKeys};
 pub use ids::{GameId, ParseIdError, PlayerId};

@@ -1,6 +1,7 @@
 //! An in-process stand-in for NATS core pub/sub, for the single-process mode and tests:
 //! one broadcast channel of (subject, version, frame). game-session's in-memory event bus
-//! publishes on it; the gateway's in-memory event source subscribes to it.
+//! publishes on it; the gateway's in-memory event source subscribes to it. Like a NATS
+//! message's headers, each message carries the publisher's trace context.
 
 use bytes::Bytes;
 use tokio::sync::broadcast;
@@ -14,6 +15,8 @@ pub struct LocalMessage {
     pub version: u64,
     /// Its payload.
     pub payload: Bytes,
+    /// The trace context of the span that published it.
+    pub context: crate::trace::Context,
 }
 
 /// The local bus. Cloning shares it.
@@ -36,6 +39,7 @@ impl LocalBus {
             subject,
             version,
             payload,
+            context: crate::trace::current(),
         });
     }
 

@@ -1,5 +1,6 @@
 //! Tracing set-up: human-readable or JSON logs, filtered by `RUST_LOG`, and OpenTelemetry
-//! OTLP trace export switched on by the standard `OTEL_EXPORTER_OTLP_ENDPOINT`.
+//! OTLP trace export switched on by the standard `OTEL_EXPORTER_OTLP_ENDPOINT`; trace
+//! context crosses services in the W3C format (`crate::trace`).
 
 use opentelemetry::trace::TracerProvider as _;
 use opentelemetry_sdk::trace::SdkTracerProvider;
@@ -26,6 +27,7 @@ impl Drop for TelemetryGuard {
 /// Installs the global subscriber for `service`. Logs are JSON when `FRONTIER_LOG_JSON=1`.
 /// Call once, from `main` (tests run without it).
 pub fn init(service: &'static str) -> anyhow::Result<TelemetryGuard> {
+    crate::trace::install_propagator();
     let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
     let json = std::env::var("FRONTIER_LOG_JSON").is_ok_and(|v| v == "1");
     // Logs go to standard error; standard output stays free for a program's own output.

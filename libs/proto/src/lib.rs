@@ -97,6 +97,12 @@ pub fn game_session_client(
     gamesession::v1::game_session_client::GameSessionClient<tonic::transport::Channel>,
     String,
 > {
+    game_session_channel(urls).map(gamesession::v1::game_session_client::GameSessionClient::new)
+}
+
+/// A channel balanced over these game-session URLs (connections are made lazily), for a
+/// client with its own layers.
+pub fn game_session_channel(urls: &[String]) -> Result<tonic::transport::Channel, String> {
     use tonic::transport::{Channel, Endpoint};
     let endpoints = urls
         .iter()
@@ -112,22 +118,22 @@ pub fn game_session_client(
     if endpoints.is_empty() {
         return Err("at least one game-session URL is needed".into());
     }
-    Ok(
-        gamesession::v1::game_session_client::GameSessionClient::new(Channel::balance_list(
-            endpoints.into_iter(),
-        )),
-    )
+    Ok(Channel::balance_list(endpoints.into_iter()))
 }
 
 /// A client of the rating service's read API at this URL (connected lazily, on first use).
 pub fn rating_client(
     url: &str,
 ) -> Result<rating::v1::ratings_client::RatingsClient<tonic::transport::Channel>, String> {
+    rating_channel(url).map(rating::v1::ratings_client::RatingsClient::new)
+}
+
+/// A channel to the rating service at this URL (connected lazily), for a client with its
+/// own layers.
+pub fn rating_channel(url: &str) -> Result<tonic::transport::Channel, String> {
     let endpoint = tonic::transport::Endpoint::from_shared(url.to_owned())
         .map_err(|e| format!("rating URL `{url}`: {e}"))?
         .tcp_nodelay(true)
         .connect_timeout(std::time::Duration::from_secs(3));
-    Ok(rating::v1::ratings_client::RatingsClient::new(
-        endpoint.connect_lazy(),
-    ))
+    Ok(endpoint.connect_lazy())
 }

@@ -16,10 +16,10 @@ use anyhow::Context as _;
 use frontier_platform::admin::Readiness;
 use frontier_platform::deadlines::{MemoryDeadlines, RedisDeadlines};
 use frontier_platform::time::SystemClock;
+use frontier_platform::trace::{Traced, traced};
 use frontier_platform::{GameId, Namespace, Shutdown};
 use frontier_proto::gamesession::v1 as pb;
 use frontier_proto::gamesession::v1::game_session_client::GameSessionClient;
-use tonic::transport::Channel;
 
 pub mod config;
 pub mod schedule;
@@ -72,7 +72,10 @@ impl DeadlineQueue for MemoryDeadlines {
     }
 }
 
-impl Expirer for GameSessionClient<Channel> {
+impl Expirer for GameSessionClient<Traced> {
+    /// The root of a flag fall's trace: game-session's handling and the events it
+    /// publishes join it.
+    #[tracing::instrument(name = "clock.expire", skip_all, fields(game = %game))]
     async fn expire(&self, game: GameId) -> Result<bool, SeamError> {
         let mut client = self.clone();
         client
@@ -85,9 +88,10 @@ impl Expirer for GameSessionClient<Channel> {
     }
 }
 
-/// Connects lazily to game-session.
-pub fn sessions(urls: &[String]) -> anyhow::Result<GameSessionClient<Channel>> {
-    frontier_proto::game_session_client(urls).map_err(anyhow::Error::msg)
+/// Connects lazily to game-session; each call carries the caller's trace context.
+pub fn sessions(urls: &[String]) -> anyhow::Result<GameSessionClient<Traced>> {
+    let channel = frontier_proto::game_session_channel(urls).map_err(anyhow::Error::msg)?;
+    Ok(GameSessionClient::new(traced(channel)))
 }
 
 /// Runs a clock instance from configuration until `shutdown`.

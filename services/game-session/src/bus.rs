@@ -1,6 +1,8 @@
 //! Where game events go: per-audience subjects on NATS for live delivery, and the
 //! JetStream stream of finished games. [`NatsBus`] for real deployments, [`MemoryBus`] for
-//! unit tests and the single-process mode.
+//! unit tests and the single-process mode. Every message carries the trace context of its
+//! publication in its headers (`frontier_platform::trace`), so the relays of an event and
+//! the recording of a finished game join the trace of the call that caused them.
 
 use std::future::Future;
 use std::sync::{Arc, Mutex};
@@ -9,6 +11,7 @@ use async_nats::jetstream;
 use bytes::Bytes;
 use frontier_platform::local_bus::{LocalBus, LocalMessage};
 use frontier_platform::names::AUDIENCES;
+use frontier_platform::trace;
 use frontier_platform::{GameId, Namespace};
 use frontier_rules::{Audience, Color};
 
@@ -112,14 +115,21 @@ pub async fn ensure_finished_stream(
 }
 
 impl EventBus for NatsBus {
+    #[tracing::instrument(
+        name = "game_session.publish_event",
+        skip_all,
+        fields(game = %game, version = frames.version)
+    )]
     async fn publish_game_event(
         &self,
         game: &GameId,
         frames: &AudienceFrames,
     ) -> Result<(), BusError> {
+        let context = trace::current();
         for audience in AUDIENCES {
             let mut headers = async_nats::HeaderMap::new();
             headers.insert(VERSION_HEADER, frames.version.to_string().as_str());
+            trace::inject_headers(&context, &mut headers);
             self.client
                 .publish_with_headers(
                     self.ns.game_subject(game, audience),
@@ -132,9 +142,11 @@ impl EventBus for NatsBus {
         Ok(())
     }
 
+    #[tracing::instrument(name = "game_session.publish_finished", skip_all, fields(game = %game))]
     async fn publish_finished(&self, game: &GameId, record: Bytes) -> Result<(), BusError> {
         let mut headers = async_nats::HeaderMap::new();
         headers.insert("Nats-Msg-Id", game.to_string().as_str());
+        trace::inject_headers(&trace::current(), &mut headers);
         self.jetstream
             .publish_with_headers(self.ns.finished_games_subject(), headers, record)
             .await

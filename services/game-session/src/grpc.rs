@@ -1,5 +1,7 @@
 //! The gRPC edge: proto requests become service calls, and `SessionError` becomes a
-//! `tonic::Status` here and nowhere else. Internal causes are logged, never sent.
+//! `tonic::Status` here and nowhere else. Internal causes are logged, never sent. Each
+//! handler's span (`game_session.<rpc>`, ids only) is a child of the request's span, whose
+//! parent is the caller's trace context (`serve` sets `trace::grpc_server_span`).
 
 use std::sync::Arc;
 
@@ -89,7 +91,7 @@ fn action_of(action: Option<pb::act_request::Action>) -> Result<Action, Status> 
 
 #[tonic::async_trait]
 impl<S: GameStore, B: EventBus> GameSession for GrpcGameSession<S, B> {
-    #[tracing::instrument(skip_all)]
+    #[tracing::instrument(name = "game_session.create_board", skip_all)]
     async fn create_board(
         &self,
         request: Request<pb::CreateBoardRequest>,
@@ -124,7 +126,7 @@ impl<S: GameStore, B: EventBus> GameSession for GrpcGameSession<S, B> {
         }))
     }
 
-    #[tracing::instrument(skip_all)]
+    #[tracing::instrument(name = "game_session.join_board", skip_all)]
     async fn join_board(
         &self,
         request: Request<pb::JoinBoardRequest>,
@@ -142,7 +144,7 @@ impl<S: GameStore, B: EventBus> GameSession for GrpcGameSession<S, B> {
         }))
     }
 
-    #[tracing::instrument(skip_all)]
+    #[tracing::instrument(name = "game_session.get_view", skip_all)]
     async fn get_view(
         &self,
         request: Request<pb::GetViewRequest>,
@@ -162,7 +164,7 @@ impl<S: GameStore, B: EventBus> GameSession for GrpcGameSession<S, B> {
         }))
     }
 
-    #[tracing::instrument(skip_all, fields(game = %request.get_ref().game_id))]
+    #[tracing::instrument(name = "game_session.act", skip_all, fields(game = %request.get_ref().game_id))]
     async fn act(
         &self,
         request: Request<pb::ActRequest>,
@@ -184,7 +186,7 @@ impl<S: GameStore, B: EventBus> GameSession for GrpcGameSession<S, B> {
         Ok(Response::new(pb::ActResponse { version, duplicate }))
     }
 
-    #[tracing::instrument(skip_all, fields(game = %request.get_ref().game_id))]
+    #[tracing::instrument(name = "game_session.expire_clock", skip_all, fields(game = %request.get_ref().game_id))]
     async fn expire_clock(
         &self,
         request: Request<pb::ExpireClockRequest>,
@@ -211,7 +213,7 @@ impl<S: GameStore, B: EventBus> GameSession for GrpcGameSession<S, B> {
         Ok(Response::new(pb::PresenceResponse {}))
     }
 
-    #[tracing::instrument(skip_all)]
+    #[tracing::instrument(name = "game_session.resume", skip_all)]
     async fn resume(
         &self,
         request: Request<pb::ResumeRequest>,

@@ -115,6 +115,7 @@ pub async fn serve<S: GameStore, B: EventBus>(
         .layer(frontier_platform::admin::GrpcMetricsLayer {
             service: "game-session",
         })
+        .trace_fn(frontier_platform::trace::grpc_server_span)
         .add_service(GameSessionServer::new(grpc::GrpcGameSession::new(service)))
         .serve_with_incoming_shutdown(incoming, shutdown.clone().wait_owned())
         .await;

@@ -1,7 +1,8 @@
 //! One subscription per game subject per gateway, fanned out to every local client that
 //! follows it; it lives as long as some client holds its [`Topic`]. Subscriptions come from
 //! an [`EventSource`]: NATS ([`NatsSource`]) or, in one process, a
-//! [`LocalBus`](frontier_platform::local_bus::LocalBus) ([`LocalSource`]).
+//! [`LocalBus`](frontier_platform::local_bus::LocalBus) ([`LocalSource`]). Each frame keeps
+//! the trace context it was published in, so that its relay joins the publisher's trace.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Weak};
@@ -22,6 +23,8 @@ pub struct Frame {
     pub version: u64,
     /// The JSON frame, relayed as is.
     pub json: Bytes,
+    /// The trace context of its publication (empty if it came without one).
+    pub context: frontier_platform::trace::Context,
 }
 
 /// A followed subject. Dropping the last handle unsubscribes.
@@ -74,9 +77,11 @@ impl EventSource for NatsSource {
                     .as_ref()
                     .and_then(|h| h.get(VERSION_HEADER))
                     .and_then(|v| v.as_str().parse::<u64>().ok())?;
+                let context = frontier_platform::trace::extract_headers(msg.headers.as_ref());
                 Some(Frame {
                     version,
                     json: msg.payload,
+                    context,
                 })
             });
             Ok(frames.boxed())
@@ -102,6 +107,7 @@ impl EventSource for LocalSource {
                                 let frame = Frame {
                                     version: m.version,
                                     json: m.payload,
+                                    context: m.context,
                                 };
                                 return Some((frame, (rx, subject)));
                             }

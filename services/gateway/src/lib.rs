@@ -107,7 +107,7 @@ pub async fn build(
     let ratings = config
         .rating_url
         .as_deref()
-        .map(frontier_proto::rating_client)
+        .map(records::connect)
         .transpose()
         .map_err(anyhow::Error::msg)?;
     tokio::spawn(sweep_guests(

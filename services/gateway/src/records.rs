@@ -13,20 +13,26 @@ use axum::response::IntoResponse;
 use frontier_platform::PlayerId;
 use frontier_platform::convert::{variant_from_name, variant_from_proto, variant_to_proto};
 use frontier_platform::grpc::refusal_code;
+use frontier_platform::trace::{Traced, traced};
 use frontier_proto::games::v1 as games;
 use frontier_proto::rating::v1 as pb;
 use frontier_protocol::ErrorCode;
 use serde::Deserialize;
 use serde_json::{Value, json};
-use tonic::transport::Channel;
 use uuid::Uuid;
 
 use crate::AppState;
 use crate::accounts::Accounts;
 use crate::http::ApiError;
 
-/// A client of the rating service's read API.
-pub type RatingClient = pb::ratings_client::RatingsClient<Channel>;
+/// A client of the rating service's read API; each request carries the trace context of
+/// the span that makes it.
+pub type RatingClient = pb::ratings_client::RatingsClient<Traced>;
+
+/// Connects lazily to the rating service's read API at `url`.
+pub fn connect(url: &str) -> Result<RatingClient, String> {
+    frontier_proto::rating_channel(url).map(|channel| RatingClient::new(traced(channel)))
+}
 
 fn client<A>(state: &AppState<A>) -> Result<RatingClient, ApiError> {
     state.ratings.clone().ok_or_else(|| {

@@ -1,8 +1,9 @@
-//! The gRPC client of game-session, with its errors turned into client error codes.
+//! The gRPC client of game-session, with its errors turned into client error codes. Every
+//! call carries the caller's trace context (`frontier_platform::trace`).
 
+use frontier_platform::trace::{Traced, traced};
 use frontier_proto::gamesession::v1::game_session_client::GameSessionClient;
 use frontier_protocol::ErrorCode;
-use tonic::transport::Channel;
 
 /// A client error from game-session (or its absence).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -42,12 +43,14 @@ impl From<tonic::Status> for Refusal {
     }
 }
 
-/// A balanced client over one or more game-session instances.
-pub type Sessions = GameSessionClient<Channel>;
+/// A balanced client over one or more game-session instances; each request carries the
+/// trace context of the span that makes it.
+pub type Sessions = GameSessionClient<Traced>;
 
 /// Connects lazily to these game-session URLs, balancing requests across them.
 pub fn connect(urls: &[String]) -> anyhow::Result<Sessions> {
-    frontier_proto::game_session_client(urls).map_err(anyhow::Error::msg)
+    let channel = frontier_proto::game_session_channel(urls).map_err(anyhow::Error::msg)?;
+    Ok(GameSessionClient::new(traced(channel)))
 }
 
 /// `white`, `black` or `spectator`.

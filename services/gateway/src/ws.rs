@@ -17,6 +17,7 @@ use frontier_protocol::{
 };
 use futures_util::{SinkExt as _, StreamExt as _};
 use tokio::sync::{broadcast, mpsc};
+use tracing::Instrument as _;
 
 use crate::AppState;
 use crate::accounts::Accounts;
@@ -403,6 +404,17 @@ impl<A: Accounts> Connection<A> {
         }
     }
 
+    /// One command of an authenticated client. Its span is the root of the command's trace:
+    /// game-session's handling, the events it publishes and their relays join it. Fields
+    /// are the message type and the game id only.
+    #[tracing::instrument(
+        name = "gateway.command",
+        skip_all,
+        fields(
+            kind = message.kind(),
+            game = message.game_id().and_then(|g| g.parse::<GameId>().ok()).map(tracing::field::display),
+        )
+    )]
     async fn on_command(&mut self, claims: &Claims, id: Option<&str>, message: ClientMessage) {
         let player = games::Player {
             id: claims.sub.to_string(),
@@ -845,7 +857,8 @@ impl<A: Accounts> Follower<A> {
                         waiting = false;
                         self.left_waiting().await;
                     }
-                    self.on_frame(last, frame).await
+                    let span = relay_span(&self.game, &frame);
+                    self.on_frame(last, frame).instrument(span).await
                 }
                 Err(broadcast::error::RecvError::Lagged(_)) => {
                     match self.catch_up(Some(last)).await {
@@ -919,6 +932,13 @@ impl Drop for OpenConnection {
     fn drop(&mut self) {
         metrics::gauge!("frontier_gateway_ws_connections").decrement(1.0);
     }
+}
+
+/// The span of relaying one live frame to a client: a child of the span that published it,
+/// so the relay joins the trace of the command that caused the event.
+fn relay_span(game: &GameId, frame: &crate::hub::Frame) -> tracing::Span {
+    let span = tracing::info_span!("gateway.relay", game = %game, version = frame.version);
+    frontier_platform::trace::adopt(span, &frame.context)
 }
 
 /// Whether a read failed because the frame was over the WebSocket size limit.

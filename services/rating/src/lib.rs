@@ -36,6 +36,7 @@ use frontier_proto::games::v1 as games;
 use futures_util::StreamExt as _;
 use prost::Message as _;
 use tokio::net::TcpListener;
+use tracing::Instrument as _;
 
 pub use memory::MemoryStore;
 pub use model::{RecordError, Recorded};
@@ -233,7 +234,10 @@ pub async fn consume<S: RatingStore>(
                 continue;
             }
         };
-        handle(&store, &client, ns, settings, &stats, message).await;
+        let span = record_span(&message);
+        handle(&store, &client, ns, settings, &stats, message)
+            .instrument(span)
+            .await;
     }
 }
 
@@ -243,6 +247,23 @@ fn delivery(message: &jetstream::Message) -> (u64, i64) {
         .info()
         .map(|i| (i.stream_sequence, i.delivered))
         .unwrap_or((0, 0))
+}
+
+/// The span of recording one delivered game: a child of the span that published it
+/// (game-session's, from the message headers), so the game's trace runs from the call that
+/// finished it to its recording. The game id is filled in once the record is decoded.
+fn record_span(message: &jetstream::Message) -> tracing::Span {
+    let (sequence, delivered) = delivery(message);
+    let span = tracing::info_span!(
+        "rating.record",
+        sequence,
+        delivered,
+        game = tracing::field::Empty
+    );
+    frontier_platform::trace::adopt(
+        span,
+        &frontier_platform::trace::extract_headers(message.headers.as_ref()),
+    )
 }
 
 fn reject(stats: &ConsumerStats, reason: &'static str) {
@@ -268,6 +289,7 @@ async fn handle<S: RatingStore>(
             return;
         }
     };
+    tracing::Span::current().record("game", game.game_id.as_str());
     match store.record_game(&game).await {
         Ok(recorded) => {
             match recorded {
@@ -343,6 +365,7 @@ pub async fn serve_api<S: RatingStore>(
     });
     tonic::transport::Server::builder()
         .layer(frontier_platform::admin::GrpcMetricsLayer { service: "rating" })
+        .trace_fn(frontier_platform::trace::grpc_server_span)
         .add_service(service.into_server())
         .serve_with_incoming_shutdown(incoming, shutdown.wait_owned())
         .await
