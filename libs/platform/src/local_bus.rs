@@ -13,6 +13,8 @@ pub struct LocalMessage {
     pub subject: String,
     /// Its version (the `Frontier-Version` header on NATS).
     pub version: u64,
+    /// It ended its game (the `Frontier-Ended` header on NATS).
+    pub ended: bool,
     /// Its payload.
     pub payload: Bytes,
     /// The trace context of the span that published it.
@@ -34,10 +36,11 @@ impl LocalBus {
     }
 
     /// Publishes (nobody listening is fine).
-    pub fn publish(&self, subject: String, version: u64, payload: Bytes) {
+    pub fn publish(&self, subject: String, version: u64, ended: bool, payload: Bytes) {
         let _ = self.tx.send(LocalMessage {
             subject,
             version,
+            ended,
             payload,
             context: crate::trace::current(),
         });

@@ -20,6 +20,13 @@ fn audience_token(audience: Audience) -> &'static str {
     }
 }
 
+/// NATS header carrying a game event's version.
+pub const VERSION_HEADER: &str = "Frontier-Version";
+
+/// NATS header present (`1`) on the event that ends its game: relays stop following there
+/// without reading the frame.
+pub const ENDED_HEADER: &str = "Frontier-Ended";
+
 /// The three audiences of a game, in the order events are published.
 pub const AUDIENCES: [Audience; 3] = [
     Audience::Player(Color::White),

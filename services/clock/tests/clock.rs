@@ -259,7 +259,7 @@ async fn a_move_racing_the_flag_is_either_in_time_or_refused_never_both() {
         events.iter().all(|e| e["event"]["uci"] != "b8c6"),
         "the late move was not applied"
     );
-    let (_, _, view) = env.service.view(&game, "").await.expect("view");
+    let view = env.service.view(&game, "").await.expect("view").frame;
     let view: Value = serde_json::from_str(&view).expect("json");
     assert_eq!(view["game"]["moves"].as_array().map(Vec::len), Some(3));
     clock.trigger();

@@ -93,7 +93,7 @@ async fn a_flag_falls_on_the_in_memory_adapters() {
     assert_eq!(clock.poll().await.expect("poll"), 0);
     time.set(T0 + 60_000);
     assert_eq!(clock.poll().await.expect("poll"), 1, "fired once");
-    let (_, _, view) = service.view(&game, "").await.expect("view");
+    let view = service.view(&game, "").await.expect("view").frame;
     let view: serde_json::Value = serde_json::from_str(&view).expect("json");
     assert_eq!(view["game"]["outcome"]["reason"], "timeout", "{view}");
     assert_eq!(deadlines.tracked(), 0, "released and nothing scheduled");

@@ -15,8 +15,7 @@ use frontier_platform::trace;
 use frontier_platform::{GameId, Namespace};
 use frontier_rules::{Audience, Color};
 
-/// Header carrying an event's version on NATS.
-pub const VERSION_HEADER: &str = "Frontier-Version";
+pub use frontier_platform::names::{ENDED_HEADER, VERSION_HEADER};
 
 /// A messaging failure.
 #[derive(Debug, thiserror::Error)]
@@ -34,6 +33,8 @@ pub struct AudienceFrames {
     pub black: Bytes,
     /// The public frame.
     pub public: Bytes,
+    /// This event ended the game (relays stop following after it).
+    pub ended: bool,
 }
 
 impl AudienceFrames {
@@ -129,6 +130,9 @@ impl EventBus for NatsBus {
         for audience in AUDIENCES {
             let mut headers = async_nats::HeaderMap::new();
             headers.insert(VERSION_HEADER, frames.version.to_string().as_str());
+            if frames.ended {
+                headers.insert(ENDED_HEADER, "1");
+            }
             trace::inject_headers(&context, &mut headers);
             self.client
                 .publish_with_headers(
@@ -206,6 +210,7 @@ impl EventBus for MemoryBus {
             self.events.publish(
                 self.ns.game_subject(game, audience),
                 frames.version,
+                frames.ended,
                 frames.for_audience(audience).clone(),
             );
         }

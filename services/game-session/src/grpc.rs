@@ -151,16 +151,17 @@ impl<S: GameStore, B: EventBus> GameSession for GrpcGameSession<S, B> {
     ) -> Result<Response<pb::ViewResponse>, Status> {
         let r = request.into_inner();
         let game = game_id(&r.game_id)?;
-        let (version, audience, frame) = self
+        let view = self
             .service
             .view(&game, &r.player_id)
             .await
             .map_err(status)?;
         Ok(Response::new(pb::ViewResponse {
             game_id: r.game_id,
-            version,
-            seat: seat_of(audience) as i32,
-            frame: frame.into_bytes(),
+            version: view.version,
+            seat: seat_of(view.audience) as i32,
+            frame: view.frame.into_bytes(),
+            ended: view.ended,
         }))
     }
 
@@ -229,17 +230,19 @@ impl<S: GameStore, B: EventBus> GameSession for GrpcGameSession<S, B> {
             Resume::Events(frames) => pb::resume_response::Result::Events(pb::Events {
                 frames: frames
                     .into_iter()
-                    .map(|(version, json)| pb::Frame {
-                        version,
-                        json: json.to_vec(),
+                    .map(|e| pb::Frame {
+                        version: e.version,
+                        json: e.json.to_vec(),
+                        ended: e.ended,
                     })
                     .collect(),
             }),
-            Resume::View(version, frame) => pb::resume_response::Result::View(pb::ViewResponse {
+            Resume::View(view) => pb::resume_response::Result::View(pb::ViewResponse {
                 game_id: r.game_id,
-                version,
-                seat: seat_of(audience) as i32,
-                frame: frame.into_bytes(),
+                version: view.version,
+                seat: seat_of(view.audience) as i32,
+                frame: view.frame.into_bytes(),
+                ended: view.ended,
             }),
         };
         Ok(Response::new(pb::ResumeResponse {

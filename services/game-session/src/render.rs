@@ -79,9 +79,10 @@ pub fn view_frame(game: &LiveGame, version: u64, audience: Audience, now_ms: i64
     )
 }
 
-fn per_audience(version: u64, render: impl Fn(Audience) -> String) -> AudienceFrames {
+fn per_audience(version: u64, ended: bool, render: impl Fn(Audience) -> String) -> AudienceFrames {
     AudienceFrames {
         version,
+        ended,
         white: Bytes::from(render(Audience::Player(Color::White))),
         black: Bytes::from(render(Audience::Player(Color::Black))),
         public: Bytes::from(render(Audience::Spectator)),
@@ -99,8 +100,10 @@ pub fn frames(game: &LiveGame, happened: &Happened, version: u64, now_ms: i64) -
         _ => now_ms,
     };
     let clocks = clocks(game, now_ms);
+    // Nothing happens to a game after its end: the event rendered once it is over ends it.
+    let ended = game.is_finished();
     let simple = |event: &EventRender<'_>| {
-        per_audience(version, |_| {
+        per_audience(version, ended, |_| {
             render_event(
                 id,
                 version,
@@ -150,7 +153,7 @@ pub fn frames(game: &LiveGame, happened: &Happened, version: u64, now_ms: i64) -
         Happened::Moved(report) => {
             // The position after the move is public: worked out once, rendered three times.
             let after = AfterMove::of(&game.game().view(Audience::Spectator));
-            per_audience(version, |audience| {
+            per_audience(version, ended, |audience| {
                 let event = report.for_audience(audience);
                 render_event(
                     id,

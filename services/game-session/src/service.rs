@@ -87,13 +87,37 @@ impl Default for Settings {
     }
 }
 
+/// A game as one audience sees it now.
+#[derive(Debug, Clone)]
+pub struct SeenView {
+    /// The version it shows.
+    pub version: u64,
+    /// Whose view it is.
+    pub audience: Audience,
+    /// The `game` frame (JSON).
+    pub frame: String,
+    /// The game is over: nothing follows.
+    pub ended: bool,
+}
+
+/// One logged event for one audience.
+#[derive(Debug, Clone)]
+pub struct LoggedEvent {
+    /// Its version.
+    pub version: u64,
+    /// The frame (JSON).
+    pub json: Bytes,
+    /// It ended the game.
+    pub ended: bool,
+}
+
 /// What a resume returns.
 #[derive(Debug, Clone)]
 pub enum Resume {
     /// The missing events, in order.
-    Events(Vec<(u64, Bytes)>),
+    Events(Vec<LoggedEvent>),
     /// The whole view (the gap was too large, or the client was ahead).
-    View(u64, String),
+    View(SeenView),
 }
 
 /// A board to create.
@@ -453,18 +477,15 @@ impl<S: GameStore, B: EventBus> GameService<S, B> {
     }
 
     /// The game as `player_id` may see it (spectator if not seated).
-    pub async fn view(
-        &self,
-        game: &GameId,
-        player_id: &str,
-    ) -> Result<(u64, Audience, String), SessionError> {
+    pub async fn view(&self, game: &GameId, player_id: &str) -> Result<SeenView, SessionError> {
         let (version, live) = self.load(game).await?;
         let audience = live.seat_of(player_id);
-        Ok((
+        Ok(SeenView {
             version,
             audience,
-            render::view_frame(&live, version, audience, self.clock.now_ms()),
-        ))
+            frame: render::view_frame(&live, version, audience, self.clock.now_ms()),
+            ended: live.is_finished(),
+        })
     }
 
     /// Applies a player's action.
@@ -595,7 +616,14 @@ impl<S: GameStore, B: EventBus> GameService<S, B> {
         let (version, live) = self.load(game).await?;
         let audience = live.seat_of(player_id);
         let now = self.clock.now_ms();
-        let full = || Resume::View(version, render::view_frame(&live, version, audience, now));
+        let full = || {
+            Resume::View(SeenView {
+                version,
+                audience,
+                frame: render::view_frame(&live, version, audience, now),
+                ended: live.is_finished(),
+            })
+        };
         if after > version || version - after > max as u64 {
             return Ok((audience, full()));
         }
@@ -609,7 +637,11 @@ impl<S: GameStore, B: EventBus> GameService<S, B> {
         let mut frames = Vec::with_capacity(entries.len());
         for entry in entries {
             let entry = storage::decode_log_entry(&entry)?;
-            frames.push((entry.version, entry.for_audience(audience).clone()));
+            frames.push(LoggedEvent {
+                version: entry.version,
+                json: entry.for_audience(audience).clone(),
+                ended: entry.ended,
+            });
         }
         Ok((audience, Resume::Events(frames)))
     }

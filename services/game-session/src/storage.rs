@@ -47,6 +47,7 @@ pub fn log_entry(frames: &AudienceFrames) -> Bytes {
             white: frames.white.to_vec(),
             black: frames.black.to_vec(),
             public: frames.public.to_vec(),
+            ended: frames.ended,
         }
         .encode_to_vec(),
     )
@@ -61,6 +62,7 @@ pub fn decode_log_entry(bytes: &[u8]) -> Result<AudienceFrames, SessionError> {
         white: Bytes::from(entry.white),
         black: Bytes::from(entry.black),
         public: Bytes::from(entry.public),
+        ended: entry.ended,
     })
 }
 

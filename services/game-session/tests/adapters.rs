@@ -138,7 +138,8 @@ async fn two_instances_racing_on_one_game_apply_one_move() {
     );
     let applied = [ra.is_ok(), rb.is_ok()].iter().filter(|&&ok| ok).count();
     assert_eq!(applied, 1, "{ra:?} {rb:?}");
-    let (version, _, frame) = a.view(&game, "").await.expect("view");
+    let seen = a.view(&game, "").await.expect("view");
+    let (version, frame) = (seen.version, seen.frame);
     assert_eq!(version, 3);
     let ServerMessage::Game { game: g, .. } = serde_json::from_str(&frame).expect("json") else {
         panic!("game frame");
@@ -212,6 +213,12 @@ async fn identities_travel_only_on_the_entitled_subject_and_finished_games_reach
                 panic!("event frames only");
             };
             assert_eq!(header, Some(version.to_string()));
+            let ended = msg
+                .headers
+                .as_ref()
+                .and_then(|h| h.get(frontier_game_session::bus::ENDED_HEADER))
+                .is_some();
+            assert_eq!(ended, version == 6, "only the resignation ends the game");
             if let GameEvent::Move {
                 captured_identity: Some(role),
                 ..

@@ -102,7 +102,7 @@ async fn a_move_is_applied_once_and_versions_count_up() {
             .expect("ok"),
         (4, false)
     );
-    let (version, _, _) = svc.view(&game, "").await.expect("view");
+    let version = svc.view(&game, "").await.expect("view").version;
     assert_eq!(version, 4);
 }
 
@@ -151,7 +151,7 @@ async fn out_of_turn_and_outsiders_are_refused_without_change() {
         ),
         ErrorCode::NoDrawOffer
     );
-    let (version, _, _) = svc.view(&game, "").await.expect("view");
+    let version = svc.view(&game, "").await.expect("view").version;
     assert_eq!(version, 2, "nothing changed");
 }
 
@@ -292,7 +292,7 @@ async fn a_captured_hidden_identity_goes_only_to_the_capturer() {
     }
     // Views: only White's lists the identity.
     for (who, expect) in [(&white.id, 1usize), (&black.id, 0), (&String::new(), 0)] {
-        let (_, _, frame) = svc.view(&game, who).await.expect("view");
+        let frame = svc.view(&game, who).await.expect("view").frame;
         let ServerMessage::Game { game: g, .. } = parse(frame.as_bytes()) else {
             panic!("a game frame");
         };
@@ -315,17 +315,17 @@ async fn resume_returns_the_missing_events_of_the_seat_or_the_view() {
         panic!("events expected");
     };
     assert_eq!(
-        frames.iter().map(|(v, _)| *v).collect::<Vec<_>>(),
+        frames.iter().map(|e| e.version).collect::<Vec<_>>(),
         vec![4, 5]
     );
     let (_, resume) = svc.resume(&game, &black.id, 0, 2).await.expect("resume");
     assert!(
-        matches!(resume, Resume::View(5, _)),
+        matches!(resume, Resume::View(ref v) if v.version == 5),
         "gap larger than max: the view"
     );
     let (_, resume) = svc.resume(&game, &black.id, 9, 0).await.expect("resume");
     assert!(
-        matches!(resume, Resume::View(5, _)),
+        matches!(resume, Resume::View(ref v) if v.version == 5),
         "ahead of the game: the view"
     );
     let (_, resume) = svc.resume(&game, &black.id, 5, 0).await.expect("resume");
@@ -412,7 +412,7 @@ async fn a_pending_promotion_is_answered_by_the_mover_only() {
     svc.act(&game, &white.id, "", None, &mv("a1a8"))
         .await
         .expect("a1a8");
-    let (_, _, frame) = svc.view(&game, &black.id).await.expect("view");
+    let frame = svc.view(&game, &black.id).await.expect("view").frame;
     let ServerMessage::Game { game: g, .. } = parse(frame.as_bytes()) else {
         panic!("a game frame");
     };
@@ -457,7 +457,7 @@ async fn a_pending_promotion_is_answered_by_the_mover_only() {
     )
     .await
     .expect("promote");
-    let (_, _, frame) = svc.view(&game, "").await.expect("view");
+    let frame = svc.view(&game, "").await.expect("view").frame;
     let ServerMessage::Game { game: g, .. } = parse(frame.as_bytes()) else {
         panic!("a game frame");
     };

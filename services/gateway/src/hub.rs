@@ -13,8 +13,7 @@ use futures_util::future::BoxFuture;
 use futures_util::stream::BoxStream;
 use tokio::sync::{Mutex, broadcast};
 
-/// Header carrying an event's version (set by game-session).
-pub const VERSION_HEADER: &str = "Frontier-Version";
+use frontier_platform::names::{ENDED_HEADER, VERSION_HEADER};
 
 /// One event frame with its version.
 #[derive(Debug, Clone)]
@@ -23,6 +22,8 @@ pub struct Frame {
     pub version: u64,
     /// The JSON frame, relayed as is.
     pub json: Bytes,
+    /// It ended its game: the relay stops after it.
+    pub ended: bool,
     /// The trace context of its publication (empty if it came without one).
     pub context: frontier_platform::trace::Context,
 }
@@ -78,8 +79,13 @@ impl EventSource for NatsSource {
                     .and_then(|h| h.get(VERSION_HEADER))
                     .and_then(|v| v.as_str().parse::<u64>().ok())?;
                 let context = frontier_platform::trace::extract_headers(msg.headers.as_ref());
+                let ended = msg
+                    .headers
+                    .as_ref()
+                    .is_some_and(|h| h.get(ENDED_HEADER).is_some());
                 Some(Frame {
                     version,
+                    ended,
                     json: msg.payload,
                     context,
                 })
@@ -106,6 +112,7 @@ impl EventSource for LocalSource {
                             Ok(m) if m.subject == subject => {
                                 let frame = Frame {
                                     version: m.version,
+                                    ended: m.ended,
                                     json: m.payload,
                                     context: m.context,
                                 };
@@ -195,11 +202,12 @@ mod tests {
         let (a, mut rx_a) = hub.follow("g.1.public").await.expect("follow");
         let (b, mut rx_b) = hub.follow("g.1.public").await.expect("follow");
         assert!(Arc::ptr_eq(&a, &b), "one subscription per subject");
-        bus.publish("g.2.public".into(), 1, Bytes::from_static(b"other"));
-        bus.publish("g.1.public".into(), 7, Bytes::from_static(b"mine"));
+        bus.publish("g.2.public".into(), 1, false, Bytes::from_static(b"other"));
+        bus.publish("g.1.public".into(), 7, true, Bytes::from_static(b"mine"));
         for rx in [&mut rx_a, &mut rx_b] {
             let f = rx.recv().await.expect("frame");
             assert_eq!((f.version, f.json.as_ref()), (7, b"mine".as_ref()));
+            assert!(f.ended, "the end of the game travels with the frame");
         }
         drop((a, b));
         let (c, _) = hub.follow("g.1.public").await.expect("follow again");

@@ -760,7 +760,7 @@ impl<A: Accounts> Follower<A> {
                     })
                     .await?
                     .into_inner();
-                let ended = ends_game(&view.frame);
+                let ended = view.ended;
                 self.push(Bytes::from(view.frame));
                 Ok((view.version, view.seat, ended))
             }
@@ -782,7 +782,7 @@ impl<A: Accounts> Follower<A> {
                         for frame in events.frames {
                             if frame.version > last {
                                 last = frame.version;
-                                ended |= ends_game(&frame.json);
+                                ended |= frame.ended;
                                 if !self.push(Bytes::from(frame.json)) {
                                     break;
                                 }
@@ -791,7 +791,7 @@ impl<A: Accounts> Follower<A> {
                     }
                     Some(pb::resume_response::Result::View(view)) => {
                         last = view.version;
-                        ended = ends_game(&view.frame);
+                        ended = view.ended;
                         self.push(Bytes::from(view.frame));
                     }
                     None => {}
@@ -906,7 +906,7 @@ impl<A: Accounts> Follower<A> {
         if frame.version == last + 1 {
             // A game that ended changes no more: stop following it (frees the subscription
             // and the connection's follow slot).
-            let ended = ends_game(&frame.json);
+            let ended = frame.ended;
             return if self.push(frame.json) && !ended {
                 Step::Continue(frame.version)
             } else {
@@ -954,30 +954,12 @@ fn is_too_big(e: &axum::Error) -> bool {
     false
 }
 
-/// Whether a frame reports the end of its game: only then does it carry an `outcome` object
-/// (views of live games carry `"outcome":null`, events none).
-fn ends_game(json: &[u8]) -> bool {
-    const NEEDLE: &[u8] = b"\"outcome\":{";
-    json.windows(NEEDLE.len()).any(|w| w == NEEDLE)
-}
-
 /// How long a connection may stay unauthenticated.
 pub const DEFAULT_AUTH_TIMEOUT: Duration = Duration::from_secs(10);
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn ended_games_are_recognised() {
-        assert!(ends_game(
-            br#"{"type":"event","version":9,"outcome":{"result":"draw","reason":"agreement"}}"#
-        ));
-        assert!(!ends_game(br#"{"type":"game","game":{"outcome":null}}"#));
-        assert!(!ends_game(
-            br#"{"type":"event","version":3,"event":{"kind":"move"}}"#
-        ));
-    }
 
     #[test]
     fn the_bucket_allows_a_burst_then_refills() {
