@@ -32,6 +32,7 @@ lint:
 # them responsive.
 test: lint
 	scripts/test-services.sh $(CARGO) test --workspace -- --test-threads=3
+	CARGO=$(CARGO) scripts/check-release-flags.sh
 
 perft:
 	$(PERFT) --variant standard --epd $(DATA)/standard-deep.perft
