@@ -19,6 +19,14 @@ pub struct ClockSpec {
     pub increment: u32,
 }
 
+impl ClockSpec {
+    /// The one rule for a board's clock: 1 to 60 whole minutes, an increment of 0 to 60
+    /// seconds.
+    pub fn is_valid(&self) -> bool {
+        (1..=60).contains(&self.minutes) && self.increment <= 60
+    }
+}
+
 /// The creator's colour choice.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]

@@ -31,11 +31,15 @@ pub struct TimeControlSpec {
 }
 
 impl TimeControlSpec {
-    /// Whether this is a time control a board may have: 1–60 minutes, 0–60 s increment.
+    /// Whether this is a time control a board may have (whole minutes, and the protocol's
+    /// one rule: `ClockSpec::is_valid`).
     pub fn is_valid(&self) -> bool {
         self.initial_seconds.is_multiple_of(60)
-            && (60..=3600).contains(&self.initial_seconds)
-            && self.increment_seconds <= 60
+            && frontier_protocol::ClockSpec {
+                minutes: self.initial_seconds / 60,
+                increment: self.increment_seconds,
+            }
+            .is_valid()
     }
 }
 

@@ -443,7 +443,7 @@ impl<A: Accounts> Connection<A> {
                     }
                 };
                 if let Some(c) = clock
-                    && (!(1..=60).contains(&c.minutes) || c.increment > 60)
+                    && !c.is_valid()
                 {
                     return self.error(
                         id,
