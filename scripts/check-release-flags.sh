@@ -9,7 +9,7 @@ CARGO=${CARGO:-cargo}
 TARGET=${CARGO_TARGET_DIR:-target}
 $CARGO build --quiet -p frontier --bin frontier
 bin="$TARGET/debug/frontier"
-status=0
+status=0 passed=0 failed=0
 
 refuses() { # refuses WHAT EXPECTED-TEXT -- COMMAND...
   local what=$1 expected=$2; shift 3
@@ -17,7 +17,9 @@ refuses() { # refuses WHAT EXPECTED-TEXT -- COMMAND...
   out=$("$@" 2>&1) || code=$?
   if [ "$code" -eq 0 ] || ! grep -q -- "$expected" <<<"$out"; then
     echo "check-release-flags: $what was not refused (exit $code): $out" >&2
-    status=1
+    status=1 failed=$((failed + 1))
+  else
+    passed=$((passed + 1))
   fi
 }
 
@@ -38,4 +40,5 @@ refuses "variable FRONTIER_TEST_HANG_AFTER_COMMIT" "test-only setting" -- \
   --database-url postgres://nobody@127.0.0.1:1/none --nats-url nats://127.0.0.1:1
 
 [ "$status" -eq 0 ] && echo "check-release-flags: every test-only switch is refused without test-hooks"
+echo "release-flags: $passed passed, $failed failed"
 exit $status
