@@ -102,8 +102,8 @@ pub enum Phase {
 pub struct PlayedMove {
     /// Half-move number (1-based).
     pub ply: u32,
-    /// The move in UCI, with the promotion made.
-    pub uci: String,
+    /// The move, with the promotion made.
+    pub uci: frontier_rules::UciMove,
     /// A piece the move revealed.
     pub reveal: Option<Reveal>,
     /// The piece captured, as everyone saw it.
@@ -549,7 +549,7 @@ impl LiveGame {
                 self.tick(now_ms, None);
                 let clock_ms = self.clock.as_ref().map(|c| c.remaining_ms[seat]);
                 if let Some(last) = self.moves.last_mut() {
-                    last.uci = report.for_audience(Audience::Spectator).uci.to_string();
+                    last.uci = report.for_audience(Audience::Spectator).uci;
                     last.clock_ms = clock_ms;
                 }
                 self.moved(report, now_ms)
@@ -693,7 +693,7 @@ impl LiveGame {
         let own = report.for_audience(Audience::Player(report.mover()));
         self.moves.push(PlayedMove {
             ply: own.ply,
-            uci: own.uci.to_string(),
+            uci: own.uci,
             reveal: own.reveal,
             captured: own.captured,
             captured_identity: own.captured_identity,

@@ -61,7 +61,7 @@ fn public_moves(game: &LiveGame) -> Vec<PublicMove> {
     game.moves()
         .iter()
         .map(|m| PublicMove {
-            uci: m.uci.clone(),
+            uci: m.uci.to_string(),
             reveal: m.reveal.map(|r| (r.square, r.role)),
             captured: m.captured.map(|c| (c.square, c.shown_role, c.was_hidden)),
         })

@@ -224,7 +224,7 @@ impl<S: GameStore, B: EventBus> GameService<S, B> {
         &self.bus
     }
 
-    async fn load(&self, game: &GameId) -> Result<(u64, LiveGame), SessionError> {
+    async fn load(&self, game: &GameId) -> Result<(u64, storage::Loaded), SessionError> {
         let (version, bytes) = self
             .store
             .load(game)
@@ -366,7 +366,7 @@ impl<S: GameStore, B: EventBus> GameService<S, B> {
             code = random_code()?;
         }
         let now = self.clock.now_ms();
-        let live = LiveGame::new_board(
+        let mut live = storage::Loaded::new(LiveGame::new_board(
             NewGame {
                 id: game.to_string(),
                 code: code.clone(),
@@ -380,7 +380,7 @@ impl<S: GameStore, B: EventBus> GameService<S, B> {
                 now_ms: now,
             },
             self.settings.clocks,
-        );
+        ));
         let frames = render::frames(&live, &Happened::Created, 1, now);
         let stored = self
             .store
@@ -388,7 +388,7 @@ impl<S: GameStore, B: EventBus> GameService<S, B> {
                 game,
                 expected: 0,
                 version: 1,
-                state: storage::encode(&live),
+                state: storage::encode(&mut live),
                 entries: vec![storage::log_entry(&frames)],
                 finished_ttl: None,
                 outbox: false,
@@ -433,7 +433,7 @@ impl<S: GameStore, B: EventBus> GameService<S, B> {
                 Err(SessionError::AlreadySeated(color)) => return Ok((game, color)),
                 other => other?,
             };
-            if let Some(frames) = self.commit(&game, version, &live, &change, now).await? {
+            if let Some(frames) = self.commit(&game, version, &mut live, &change, now).await? {
                 self.publish(&game, &live, &frames).await;
                 return Ok((game, color));
             }
@@ -450,7 +450,7 @@ impl<S: GameStore, B: EventBus> GameService<S, B> {
         &self,
         game: &GameId,
         version: u64,
-        live: &LiveGame,
+        live: &mut storage::Loaded,
         change: &Change,
         now_ms: i64,
     ) -> Result<Option<AudienceFrames>, SessionError> {
@@ -536,13 +536,17 @@ impl<S: GameStore, B: EventBus> GameService<S, B> {
             match live.apply(seat, action, now)? {
                 Applied::Done(change) => {
                     live.remember_action(seat, action_id, next);
-                    if let Some(frames) = self.commit(game, version, &live, &change, now).await? {
+                    if let Some(frames) =
+                        self.commit(game, version, &mut live, &change, now).await?
+                    {
                         self.publish(game, &live, &frames).await;
                         return Ok((next, false));
                     }
                 }
                 Applied::TimedOut(change, refusal) => {
-                    if let Some(frames) = self.commit(game, version, &live, &change, now).await? {
+                    if let Some(frames) =
+                        self.commit(game, version, &mut live, &change, now).await?
+                    {
                         self.publish(game, &live, &frames).await;
                         return Err(refusal);
                     }
@@ -572,7 +576,9 @@ impl<S: GameStore, B: EventBus> GameService<S, B> {
             let now = self.clock.now_ms();
             match live.expire(now) {
                 Some(change) => {
-                    if let Some(frames) = self.commit(game, version, &live, &change, now).await? {
+                    if let Some(frames) =
+                        self.commit(game, version, &mut live, &change, now).await?
+                    {
                         self.publish(game, &live, &frames).await;
                         return Ok((true, None));
                     }

@@ -27,16 +27,71 @@ fn corrupt(what: &str) -> SessionError {
     SessionError::Corrupt(format!("stored game: bad {what}"))
 }
 
+/// A live game as loaded, with the move records it was read from. A game's move record
+/// only grows (a promotion choice amends the last move), so writing it back re-uses the
+/// records read for every move but the last, instead of converting the whole game again
+/// on every change (that cost grew with the length of the game).
+pub struct Loaded {
+    live: LiveGame,
+    stored_moves: Vec<games::MoveRecord>,
+}
+
+impl Loaded {
+    /// A game that was never stored.
+    pub fn new(live: LiveGame) -> Loaded {
+        Loaded {
+            live,
+            stored_moves: Vec::new(),
+        }
+    }
+}
+
+impl std::fmt::Debug for Loaded {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // The stored records hold captured identities: only the live game's public Debug.
+        std::fmt::Debug::fmt(&self.live, f)
+    }
+}
+
+impl std::ops::Deref for Loaded {
+    type Target = LiveGame;
+
+    fn deref(&self) -> &LiveGame {
+        &self.live
+    }
+}
+
+impl std::ops::DerefMut for Loaded {
+    fn deref_mut(&mut self) -> &mut LiveGame {
+        &mut self.live
+    }
+}
+
 /// The stored bytes of a live game.
-pub fn encode(game: &LiveGame) -> Bytes {
-    Bytes::from(StoredGame::from(game).encode_to_vec())
+pub fn encode(loaded: &mut Loaded) -> Bytes {
+    let mut stored = StoredGame::from(&loaded.live);
+    let live_moves = loaded.live.moves();
+    let mut moves = std::mem::take(&mut loaded.stored_moves);
+    let keep = moves.len().min(live_moves.len()).saturating_sub(1);
+    moves.truncate(keep);
+    moves.extend(live_moves[keep..].iter().map(games::MoveRecord::from));
+    stored.moves = moves;
+    let bytes = Bytes::from(stored.encode_to_vec());
+    loaded.stored_moves = std::mem::take(&mut stored.moves);
+    bytes
 }
 
 /// A live game from its stored bytes.
-pub fn decode(bytes: &[u8]) -> Result<LiveGame, SessionError> {
-    let stored = StoredGame::decode(bytes)
+pub fn decode(bytes: &[u8]) -> Result<Loaded, SessionError> {
+    let mut stored = StoredGame::decode(bytes)
         .map_err(|e| SessionError::Corrupt(format!("stored game: {e}")))?;
-    LiveGame::try_from(stored)
+    let stored_moves = std::mem::take(&mut stored.moves);
+    let mut live = LiveGame::try_from(stored)?;
+    live.moves = stored_moves
+        .iter()
+        .map(PlayedMove::try_from)
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(Loaded { live, stored_moves })
 }
 
 /// A log entry: one version's frames, one per audience.
@@ -111,7 +166,7 @@ impl From<&PlayedMove> for games::MoveRecord {
     fn from(m: &PlayedMove) -> games::MoveRecord {
         games::MoveRecord {
             ply: m.ply,
-            uci: m.uci.clone(),
+            uci: m.uci.to_string(),
             reveal_square: m.reveal.map(|r| r.square.to_string()).unwrap_or_default(),
             reveal_role: m
                 .reveal
@@ -162,7 +217,7 @@ impl TryFrom<&games::MoveRecord> for PlayedMove {
         };
         Ok(PlayedMove {
             ply: m.ply,
-            uci: m.uci.clone(),
+            uci: m.uci.parse().map_err(|_| corrupt("move"))?,
             reveal,
             captured,
             captured_identity: optional_role(&m.captured_identity, "captured identity")?,
@@ -309,7 +364,8 @@ impl From<&LiveGame> for StoredGame {
             pending: snap.pending.map(|m| m.to_string()).unwrap_or_default(),
             outcome: snap.outcome.unwrap_or_default(),
             ply: snap.ply,
-            moves: g.moves.iter().map(Into::into).collect(),
+            // Filled by `encode` (which re-uses the records already stored).
+            moves: Vec::new(),
             draw_offer: color_code(g.draw_offer),
             recent_white: recent_to_stored(&g.recent.white),
             recent_black: recent_to_stored(&g.recent.black),
