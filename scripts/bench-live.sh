@@ -37,10 +37,11 @@ cleanup() {
 trap cleanup EXIT
 start() { "$@" >/dev/null 2>&1 & pids+=($!); }
 if [ "$MODE" = frontier ]; then
-  start "$WHERE" game-session --listen $GS; names+=(game-session)
-  start "$WHERE" rating --listen $RT; names+=(rating)
-  start "$WHERE" gateway --listen $GW --game-session-urls http://$GS --rating-url http://$RT; names+=(gateway)
-  start "$WHERE" clock --game-session-urls http://$GS; names+=(clock)
+  # With their admin endpoints, as deployed: metrics are recorded.
+  start "$WHERE" game-session --listen $GS --admin-listen 127.0.0.1:19101; names+=(game-session)
+  start "$WHERE" rating --listen $RT --admin-listen 127.0.0.1:19103; names+=(rating)
+  start "$WHERE" gateway --listen $GW --game-session-urls http://$GS --rating-url http://$RT --admin-listen 127.0.0.1:19100; names+=(gateway)
+  start "$WHERE" clock --game-session-urls http://$GS --admin-listen 127.0.0.1:19102; names+=(clock)
 else
   start "$WHERE/game-session" --listen $GS; names+=(game-session)
   start "$WHERE/rating"; names+=(rating)

@@ -194,9 +194,6 @@ pub async fn spawn(
     readiness: Readiness,
     shutdown: Shutdown,
 ) -> std::io::Result<Option<tokio::task::JoinHandle<()>>> {
-    // The recorder is installed even without an admin listener, so metrics are recorded
-    // from the start.
-    let _ = metrics();
     let Some(addr) = addr else {
         return Ok(None);
     };
@@ -253,14 +250,10 @@ where
 
     fn call(&mut self, request: axum::http::Request<B>) -> Self::Future {
         // `/package.Service/Method`: the method is the last segment.
-        let method = request
-            .uri()
-            .path()
-            .rsplit('/')
-            .next()
-            .unwrap_or_default()
-            .to_owned();
-        let service = self.service;
+        let handles = method_handles(
+            self.service,
+            request.uri().path().rsplit('/').next().unwrap_or_default(),
+        );
         let started = Instant::now();
         let future = self.inner.call(request);
         Box::pin(async move {
@@ -272,17 +265,67 @@ where
                     .headers()
                     .get("grpc-status")
                     .and_then(|v| v.to_str().ok())
-                    .unwrap_or("0")
-                    .to_owned(),
-                Err(_) => "transport".to_owned(),
+                    .unwrap_or("0"),
+                Err(_) => "transport",
             };
-            metrics::counter!("frontier_grpc_server_requests_total",
-                "service" => service, "method" => method.clone(), "code" => code)
-            .increment(1);
-            metrics::histogram!("frontier_grpc_server_duration_seconds",
-                "service" => service, "method" => method)
-            .record(started.elapsed().as_secs_f64());
+            if code == "0" {
+                handles.ok.increment(1);
+            } else {
+                metrics::counter!("frontier_grpc_server_requests_total",
+                    "service" => handles.service, "method" => handles.method.clone(),
+                    "code" => code.to_owned())
+                .increment(1);
+            }
+            handles.duration.record(started.elapsed().as_secs_f64());
             response
         })
     }
+}
+
+/// A method's metric handles, registered once: looking a metric up by name and labels on
+/// every call costs more than the call's own bookkeeping.
+struct MethodHandles {
+    service: &'static str,
+    method: String,
+    ok: metrics::Counter,
+    duration: metrics::Histogram,
+}
+
+/// Most distinct methods tracked per process; past it (a client inventing paths) they count
+/// as `other`.
+const MAX_METHODS: usize = 64;
+
+fn method_handles(service: &'static str, method: &str) -> Arc<MethodHandles> {
+    type ByMethod = std::collections::HashMap<String, Arc<MethodHandles>>;
+    type Cache = std::sync::RwLock<std::collections::HashMap<&'static str, ByMethod>>;
+    static CACHE: OnceLock<Cache> = OnceLock::new();
+    let cache = CACHE.get_or_init(Cache::default);
+    if let Some(h) = cache
+        .read()
+        .unwrap_or_else(|p| p.into_inner())
+        .get(service)
+        .and_then(|m| m.get(method))
+    {
+        return h.clone();
+    }
+    let mut all = cache.write().unwrap_or_else(|p| p.into_inner());
+    let methods = all.entry(service).or_default();
+    let method = if methods.len() >= MAX_METHODS {
+        "other"
+    } else {
+        method
+    };
+    methods
+        .entry(method.to_owned())
+        .or_insert_with(|| {
+            Arc::new(MethodHandles {
+                service,
+                ok: metrics::counter!("frontier_grpc_server_requests_total",
+                    "service" => service, "method" => method.to_owned(), "code" => "0"),
+                duration: metrics::histogram!("frontier_grpc_server_duration_seconds",
+                    "service" => service, "method" => method.to_owned()),
+                method: method.to_owned(),
+            })
+        })
+        .clone()
 }

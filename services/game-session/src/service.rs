@@ -167,12 +167,27 @@ fn count(live: &LiveGame, change: &Change) {
         _ => None,
     };
     if let Some(name) = name {
-        metrics::counter!(name, "variant" => variant).increment(1);
+        if name == "frontier_game_session_moves_total" {
+            moves_counter(live.info().variant).increment(1);
+        } else {
+            metrics::counter!(name, "variant" => variant).increment(1);
+        }
     }
     if change.finished {
         metrics::counter!("frontier_game_session_games_finished_total", "variant" => variant)
             .increment(1);
     }
+}
+
+/// The moves counter of a variant, registered once (moves are the hot path).
+fn moves_counter(variant: Variant) -> &'static metrics::Counter {
+    static COUNTERS: std::sync::OnceLock<[metrics::Counter; 3]> = std::sync::OnceLock::new();
+    let counters = COUNTERS.get_or_init(|| {
+        Variant::ALL
+            .map(|v| metrics::counter!("frontier_game_session_moves_total", "variant" => v.name()))
+    });
+    let index = Variant::ALL.iter().position(|v| *v == variant).unwrap_or(0);
+    &counters[index]
 }
 
 fn random_code() -> Result<String, SessionError> {

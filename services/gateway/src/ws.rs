@@ -301,8 +301,7 @@ impl<A: Accounts> Connection<A> {
             Ok(m) => m,
             Err(e) => return self.parse_error(raw, &e),
         };
-        metrics::counter!("frontier_gateway_ws_messages_total", "type" => message.kind())
-            .increment(1);
+        message_counter(message.kind()).increment(1);
         let id = message.id().map(str::to_owned);
         let id = id.as_deref();
         if id.is_some_and(|id| id.len() > MAX_ID_BYTES) {
@@ -727,7 +726,10 @@ impl<A: Accounts> Follower<A> {
     /// Relays one frame; false if the connection is closing. game-session renders frames
     /// as JSON text, so a frame that is not UTF-8 cannot occur; it would be skipped.
     fn push(&self, json: Bytes) -> bool {
-        metrics::counter!("frontier_gateway_relayed_frames_total").increment(1);
+        static RELAYED: std::sync::OnceLock<metrics::Counter> = std::sync::OnceLock::new();
+        RELAYED
+            .get_or_init(|| metrics::counter!("frontier_gateway_relayed_frames_total"))
+            .increment(1);
         match Utf8Bytes::try_from(json) {
             Ok(text) => deliver(&self.out, Message::Text(text)),
             Err(_) => true,
@@ -923,6 +925,34 @@ impl<A: Accounts> Follower<A> {
             }
         }
     }
+}
+
+/// The counter of client messages of one type, registered once (a lookup by name and
+/// labels on every message costs more than counting it).
+fn message_counter(kind: &'static str) -> &'static metrics::Counter {
+    static COUNTERS: std::sync::OnceLock<Vec<(&'static str, metrics::Counter)>> =
+        std::sync::OnceLock::new();
+    static OTHER: std::sync::OnceLock<metrics::Counter> = std::sync::OnceLock::new();
+    COUNTERS
+        .get_or_init(|| {
+            CLIENT_MESSAGE_TYPES
+                .iter()
+                .map(|t| {
+                    (
+                        *t,
+                        metrics::counter!("frontier_gateway_ws_messages_total", "type" => *t),
+                    )
+                })
+                .collect()
+        })
+        .iter()
+        .find(|(t, _)| *t == kind)
+        .map(|(_, c)| c)
+        .unwrap_or_else(|| {
+            OTHER.get_or_init(
+                || metrics::counter!("frontier_gateway_ws_messages_total", "type" => "other"),
+            )
+        })
 }
 
 /// Counts an open connection down when its task ends, however it ends.
