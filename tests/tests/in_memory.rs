@@ -37,12 +37,10 @@ async fn a_game_plays_through_in_memory_adapters() -> anyhow::Result<()> {
             .limits;
     let grpc = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
     let grpc_addr = grpc.local_addr()?;
-    tokio::spawn(frontier_game_session::serve(
-        grpc,
-        service,
-        Duration::from_secs(1),
-        shutdown.clone(),
-    ));
+    tokio::spawn(
+        frontier_game_session::Service::from_parts(service, Duration::from_secs(1))
+            .serve(grpc, shutdown.clone()),
+    );
     let state = Arc::new(frontier_gateway::AppState {
         accounts: MemoryAccounts::new(HashPool::new(1, 16)?),
         ratings: None,
@@ -66,7 +64,7 @@ async fn a_game_plays_through_in_memory_adapters() -> anyhow::Result<()> {
     });
     let http = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
     let addr = http.local_addr()?;
-    tokio::spawn(frontier_gateway::serve(http, state));
+    tokio::spawn(frontier_gateway::Service::from_state(state).serve(http, shutdown.clone()));
 
     let mut white = Client::guest(addr, "white").await?;
     let mut black = Client::guest(addr, "black").await?;
@@ -185,7 +183,7 @@ async fn the_dashboard_is_served_from_the_rating_service_and_the_gateways_accoun
     });
     let http = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
     let addr = http.local_addr()?;
-    tokio::spawn(frontier_gateway::serve(http, state));
+    tokio::spawn(frontier_gateway::Service::from_state(state).serve(http, shutdown.clone()));
     let mut ids = Vec::new();
     for name in ["ann", "bea"] {
         let (status, body) = common::post(

@@ -96,22 +96,38 @@ pub fn sessions(urls: &[String]) -> anyhow::Result<GameSessionClient<Traced>> {
 
 /// Runs a clock instance from configuration until `shutdown`.
 pub async fn run(config: Config, shutdown: Shutdown) -> anyhow::Result<()> {
+    let service = build(&config).await?;
+    frontier_platform::admin::spawn(
+        config.admin.admin_listen,
+        "clock",
+        service.readiness.clone(),
+        shutdown.clone(),
+    )
+    .await
+    .context("admin listener")?;
+    tracing::info!("clock running");
+    service.serve(shutdown).await
+}
+
+/// A clock instance, built and ready: [`Service::serve`] fires deadlines until the
+/// shutdown signal. The shape of every service crate (`build` from its configuration, or
+/// `from_parts`, then `serve`), less the listener: a clock serves nobody but its admin
+/// endpoints.
+pub struct Service<Q = RedisDeadlines, E = GameSessionClient<frontier_platform::trace::Traced>> {
+    scheduler: Scheduler<Q, E>,
+    /// What `/readyz` checks.
+    pub readiness: Readiness,
+}
+
+/// Builds a clock from configuration: connects to Redis (game-session lazily).
+pub async fn build(config: &Config) -> anyhow::Result<Service> {
     let ns = Namespace::new(&config.namespace.namespace).map_err(anyhow::Error::msg)?;
     let redis = redis::Client::open(config.redis.redis_url.as_str()).context("Redis URL")?;
     let conn = redis::aio::ConnectionManager::new(redis)
         .await
         .context("connecting to Redis")?;
-    let deadlines = RedisDeadlines::new(conn.clone(), ns);
-    frontier_platform::admin::spawn(
-        config.admin.admin_listen,
-        "clock",
-        Readiness::new().redis(conn),
-        shutdown.clone(),
-    )
-    .await
-    .context("admin listener")?;
-    let service = Scheduler::new(
-        deadlines,
+    let scheduler = Scheduler::new(
+        RedisDeadlines::new(conn.clone(), ns),
         sessions(&config.game_session_urls)?,
         Arc::new(SystemClock),
         Settings {
@@ -120,7 +136,24 @@ pub async fn run(config: Config, shutdown: Shutdown) -> anyhow::Result<()> {
             batch: config.batch,
         },
     );
-    tracing::info!("clock running");
-    service.run(shutdown).await;
-    Ok(())
+    Ok(Service {
+        scheduler,
+        readiness: Readiness::new().redis(conn),
+    })
+}
+
+impl<Q: DeadlineQueue, E: Expirer> Service<Q, E> {
+    /// A clock over these parts (the in-memory queue, game-session in the same process).
+    pub fn from_parts(scheduler: Scheduler<Q, E>) -> Self {
+        Service {
+            scheduler,
+            readiness: Readiness::new(),
+        }
+    }
+
+    /// Fires due deadlines until `shutdown`.
+    pub async fn serve(self, shutdown: Shutdown) -> anyhow::Result<()> {
+        self.scheduler.run(shutdown).await;
+        Ok(())
+    }
 }

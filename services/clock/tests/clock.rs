@@ -72,12 +72,10 @@ async fn env(clock: Arc<dyn Clock>, clocks: ClockSettings) -> Env {
         .expect("bind");
     let addr = listener.local_addr().expect("addr");
     let shutdown = Shutdown::new();
-    tokio::spawn(frontier_game_session::serve(
-        listener,
-        service.clone(),
-        Duration::from_secs(1),
-        shutdown.clone(),
-    ));
+    tokio::spawn(
+        frontier_game_session::Service::from_parts(service.clone(), Duration::from_secs(1))
+            .serve(listener, shutdown.clone()),
+    );
     let nats = async_nats::connect(frontier_testkit::nats_url())
         .await
         .expect("NATS");

@@ -32,8 +32,18 @@ use crate::bus::{EventBus, NatsBus};
 use crate::service::{Clock, FixedLayout, LayoutSource, RandomLayouts, SystemClock};
 use crate::store::{GameStore, RedisStore};
 
+/// game-session, built and ready: [`Service::serve`] runs it on a listener until the
+/// shutdown signal. Every service crate has this shape (`build` from its configuration,
+/// or `from_parts` with other adapters, then `serve`).
+pub struct Service<S = RedisStore, B = NatsBus> {
+    /// The game logic over its store and bus.
+    pub core: Arc<GameService<S, B>>,
+    /// How often finished games not yet acknowledged by the stream are sent again.
+    pub outbox_interval: std::time::Duration,
+}
+
 /// Builds the service from configuration: connects to Redis and NATS.
-pub async fn build(config: &Config) -> anyhow::Result<Arc<GameService<RedisStore, NatsBus>>> {
+pub async fn build(config: &Config) -> anyhow::Result<Service> {
     frontier_platform::config::refuse_unbuilt_test_hooks(
         cfg!(feature = "test-hooks"),
         config::TEST_HOOK_VARIABLES,
@@ -81,13 +91,30 @@ pub async fn build(config: &Config) -> anyhow::Result<Arc<GameService<RedisStore
         test_start_fens,
         ..Settings::default()
     };
-    Ok(Arc::new(GameService::new(
-        store, bus, clock, layouts, settings,
-    )))
+    let core = Arc::new(GameService::new(store, bus, clock, layouts, settings));
+    Ok(Service {
+        core,
+        outbox_interval: config.outbox_interval,
+    })
 }
 
-/// Serves `service` on `listener` until `shutdown`; also runs the outbox sweeper.
-pub async fn serve<S: GameStore, B: EventBus>(
+impl<S: GameStore, B: EventBus> Service<S, B> {
+    /// A service over these parts (other stores and buses: tests, the single-process mode).
+    pub fn from_parts(core: Arc<GameService<S, B>>, outbox_interval: std::time::Duration) -> Self {
+        Service {
+            core,
+            outbox_interval,
+        }
+    }
+
+    /// Serves on `listener` until `shutdown`; also runs the outbox sweeper. gRPC calls in
+    /// flight when the signal comes are finished first.
+    pub async fn serve(self, listener: TcpListener, shutdown: Shutdown) -> anyhow::Result<()> {
+        serve(listener, self.core, self.outbox_interval, shutdown).await
+    }
+}
+
+async fn serve<S: GameStore, B: EventBus>(
     listener: TcpListener,
     service: Arc<GameService<S, B>>,
     outbox_interval: std::time::Duration,
@@ -143,8 +170,8 @@ pub async fn run(config: Config, shutdown: Shutdown) -> anyhow::Result<()> {
         config.admin.admin_listen,
         "game-session",
         frontier_platform::admin::Readiness::new()
-            .redis(service.store().connection())
-            .nats(service.bus().client()),
+            .redis(service.core.store().connection())
+            .nats(service.core.bus().client()),
         shutdown.clone(),
     )
     .await
@@ -153,5 +180,5 @@ pub async fn run(config: Config, shutdown: Shutdown) -> anyhow::Result<()> {
         .await
         .with_context(|| format!("binding {}", config.listen))?;
     tracing::info!(addr = %listener.local_addr()?, "game-session listening");
-    serve(listener, service, config.outbox_interval, shutdown).await
+    service.serve(listener, shutdown).await
 }

@@ -76,10 +76,9 @@ pub struct AppState<A> {
 /// Builds the state from configuration: connects to Postgres (and applies the gateway's own
 /// migrations: accounts), NATS, Redis, and (lazily) game-session and the rating service;
 /// starts the password-hashing threads and the guest clean-up.
-pub async fn build(
-    config: &Config,
-    shutdown: Shutdown,
-) -> anyhow::Result<Arc<AppState<PgAccounts>>> {
+pub async fn build(config: &Config) -> anyhow::Result<Service> {
+    // The state's own signal: `Service::serve` trips it when the caller's signal comes.
+    let shutdown = Shutdown::new();
     let ns = Namespace::new(&config.namespace.namespace).map_err(anyhow::Error::msg)?;
     let pool = sqlx::postgres::PgPoolOptions::new()
         .max_connections(16)
@@ -152,14 +151,51 @@ pub async fn build(
         },
         shutdown,
         connections: tokio_util::task::TaskTracker::new(),
-    }))
+    })
+    .into())
+}
+
+/// The gateway, built and ready: [`Service::serve`] runs it on a listener until the
+/// shutdown signal. Every service crate has this shape (`build` from its configuration, or
+/// `from_state` with other parts, then `serve`).
+pub struct Service<A: Accounts = PgAccounts> {
+    state: Arc<AppState<A>>,
+}
+
+impl<A: Accounts> From<Arc<AppState<A>>> for Service<A> {
+    fn from(state: Arc<AppState<A>>) -> Self {
+        Service { state }
+    }
+}
+
+impl<A: Accounts> Service<A> {
+    /// A gateway over this state (other accounts, sources and clients: tests, the
+    /// single-process mode).
+    pub fn from_state(state: Arc<AppState<A>>) -> Self {
+        Service { state }
+    }
+
+    /// What every request handler shares.
+    pub fn state(&self) -> &Arc<AppState<A>> {
+        &self.state
+    }
+
+    /// Serves HTTP and WebSocket clients on `listener` until `shutdown`; then stops
+    /// accepting, finishes HTTP requests in flight, and closes every socket with 1001.
+    pub async fn serve(self, listener: TcpListener, shutdown: Shutdown) -> anyhow::Result<()> {
+        let inner = self.state.shutdown.clone();
+        let link = tokio::spawn(async move {
+            shutdown.wait().await;
+            inner.trigger();
+        });
+        let served = serve(listener, self.state).await;
+        link.abort();
+        served
+    }
 }
 
 /// Serves `state` on `listener` until its shutdown signal.
-pub async fn serve<A: Accounts>(
-    listener: TcpListener,
-    state: Arc<AppState<A>>,
-) -> anyhow::Result<()> {
+async fn serve<A: Accounts>(listener: TcpListener, state: Arc<AppState<A>>) -> anyhow::Result<()> {
     use axum::serve::ListenerExt as _;
     let shutdown = state.shutdown.clone();
     // Small frames both ways: Nagle's algorithm with delayed ACKs would hold each for ~40 ms.
@@ -214,12 +250,12 @@ async fn sweep_guests(
 
 /// Runs the gateway from configuration until `shutdown`.
 pub async fn run(config: Config, shutdown: Shutdown) -> anyhow::Result<()> {
-    let state = build(&config, shutdown.clone()).await?;
+    let service = build(&config).await?;
     frontier_platform::admin::spawn(
         config.admin.admin_listen,
         "gateway",
-        state.readiness.clone(),
-        shutdown,
+        service.state().readiness.clone(),
+        shutdown.clone(),
     )
     .await
     .context("admin listener")?;
@@ -227,5 +263,5 @@ pub async fn run(config: Config, shutdown: Shutdown) -> anyhow::Result<()> {
         .await
         .with_context(|| format!("binding {}", config.listen))?;
     tracing::info!(addr = %listener.local_addr()?, "gateway listening");
-    serve(listener, state).await
+    service.serve(listener, shutdown).await
 }

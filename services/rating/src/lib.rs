@@ -375,6 +375,39 @@ pub async fn serve_api<S: RatingStore>(
 /// Runs the rating service from configuration until `shutdown`: the consumer and the read
 /// API, both on Postgres. If either stops with an error, the other is stopped too.
 pub async fn run(config: Config, shutdown: Shutdown) -> anyhow::Result<()> {
+    let service = build(&config).await?;
+    frontier_platform::admin::spawn(
+        config.admin.admin_listen,
+        "rating",
+        service.readiness.clone(),
+        shutdown.clone(),
+    )
+    .await
+    .context("admin listener")?;
+    let listener = TcpListener::bind(config.listen)
+        .await
+        .with_context(|| format!("binding {}", config.listen))?;
+    tracing::info!(addr = %listener.local_addr()?, "rating read API listening");
+    service.serve(listener, shutdown).await
+}
+
+/// The rating service, built and ready: [`Service::serve`] runs its read API on a listener
+/// and its consumer of finished games until the shutdown signal. Every service crate has
+/// this shape (`build` from its configuration, or `from_parts`, then `serve`).
+pub struct Service<S = PgStore> {
+    store: S,
+    nats: async_nats::Client,
+    ns: Namespace,
+    settings: ConsumerSettings,
+    stats: Arc<ConsumerStats>,
+    clock: Arc<dyn frontier_platform::time::Clock>,
+    /// What `/readyz` checks.
+    pub readiness: frontier_platform::admin::Readiness,
+}
+
+/// Builds the service from configuration: connects to Postgres (and applies rating's own
+/// migrations) and NATS.
+pub async fn build(config: &Config) -> anyhow::Result<Service> {
     frontier_platform::config::refuse_unbuilt_test_hooks(
         cfg!(feature = "test-hooks"),
         TEST_HOOK_VARIABLES,
@@ -386,25 +419,9 @@ pub async fn run(config: Config, shutdown: Shutdown) -> anyhow::Result<()> {
         .await
         .context("connecting to Postgres")?;
     MIGRATOR.run(&pool).await.context("applying migrations")?;
-    let store = PgStore::new(pool.clone());
-    let client = async_nats::connect(&config.nats.nats_url)
+    let nats = async_nats::connect(&config.nats.nats_url)
         .await
         .context("connecting to NATS")?;
-    frontier_platform::admin::spawn(
-        config.admin.admin_listen,
-        "rating",
-        rating_readiness(pool.clone(), client.clone()),
-        shutdown.clone(),
-    )
-    .await
-    .context("admin listener")?;
-    let listener = TcpListener::bind(config.listen)
-        .await
-        .with_context(|| format!("binding {}", config.listen))?;
-    tracing::info!(addr = %listener.local_addr()?, "rating read API listening");
-    let service = grpc::RatingsService::new(store.clone(), Arc::new(SystemClock));
-    let mut api = tokio::spawn(serve_api(listener, service, shutdown.clone()));
-    tracing::info!("rating consuming finished games");
     let settings = ConsumerSettings {
         name: config.consumer.clone(),
         ack_wait: config.ack_wait,
@@ -414,27 +431,59 @@ pub async fn run(config: Config, shutdown: Shutdown) -> anyhow::Result<()> {
         #[cfg(feature = "test-hooks")]
         hang_after_commit: config.test_hang_after_commit,
     };
-    let consumer = consume(
-        store,
-        client,
-        &ns,
-        &settings,
-        Arc::default(),
-        shutdown.clone(),
-    );
-    tokio::pin!(consumer);
-    // Whichever ends first (shutdown or a failure) stops the other.
-    let (consumed, served) = tokio::select! {
-        consumed = &mut consumer => {
-            shutdown.trigger();
-            (consumed, (&mut api).await)
+    let readiness = rating_readiness(pool.clone(), nats.clone());
+    Ok(Service {
+        readiness,
+        ..Service::from_parts(PgStore::new(pool), nats, ns, settings)
+    })
+}
+
+impl<S: RatingStore> Service<S> {
+    /// A service over this store (the in-memory one: tests, the single-process mode).
+    pub fn from_parts(
+        store: S,
+        nats: async_nats::Client,
+        ns: Namespace,
+        settings: ConsumerSettings,
+    ) -> Self {
+        Service {
+            readiness: frontier_platform::admin::Readiness::new().nats(nats.clone()),
+            store,
+            nats,
+            ns,
+            settings,
+            stats: Arc::default(),
+            clock: Arc::new(SystemClock),
         }
-        served = &mut api => {
-            shutdown.trigger();
-            (consumer.await, served)
-        }
-    };
-    consumed.and(served.context("read API task")?)
+    }
+
+    /// Serves the read API on `listener` and consumes finished games until `shutdown`;
+    /// whichever of the two ends first (shutdown or a failure) stops the other.
+    pub async fn serve(self, listener: TcpListener, shutdown: Shutdown) -> anyhow::Result<()> {
+        let api_service = grpc::RatingsService::new(self.store.clone(), self.clock.clone());
+        let mut api = tokio::spawn(serve_api(listener, api_service, shutdown.clone()));
+        tracing::info!("rating consuming finished games");
+        let consumer = consume(
+            self.store,
+            self.nats,
+            &self.ns,
+            &self.settings,
+            self.stats,
+            shutdown.clone(),
+        );
+        tokio::pin!(consumer);
+        let (consumed, served) = tokio::select! {
+            consumed = &mut consumer => {
+                shutdown.trigger();
+                (consumed, (&mut api).await)
+            }
+            served = &mut api => {
+                shutdown.trigger();
+                (consumer.await, served)
+            }
+        };
+        consumed.and(served.context("read API task")?)
+    }
 }
 
 /// The rating service's readiness: Postgres answers, NATS is connected.

@@ -115,12 +115,7 @@ impl Platform {
             platform.shutdowns.push(shutdown.clone());
             platform
                 .tasks
-                .push(tokio::spawn(frontier_game_session::serve(
-                    listener,
-                    service,
-                    config.outbox_interval,
-                    shutdown,
-                )));
+                .push(tokio::spawn(service.serve(listener, shutdown)));
         }
         // One rating service (consumer and read API), so finished games reach Postgres and
         // the dashboard as in production.
@@ -184,13 +179,13 @@ impl Platform {
             }
             let config = frontier_gateway::Config::try_parse_from(args)?;
             let shutdown = Shutdown::new();
-            let state = frontier_gateway::build(&config, shutdown.clone()).await?;
+            let service = frontier_gateway::build(&config).await?;
             let listener = TcpListener::bind("127.0.0.1:0").await?;
             platform.gateways.push(listener.local_addr()?);
-            platform.shutdowns.push(shutdown);
+            platform.shutdowns.push(shutdown.clone());
             platform
                 .tasks
-                .push(tokio::spawn(frontier_gateway::serve(listener, state)));
+                .push(tokio::spawn(service.serve(listener, shutdown)));
         }
         Ok(platform)
     }
