@@ -22,6 +22,17 @@ pub fn player_info(p: &Player) -> PlayerInfo {
     }
 }
 
+/// An empty seat where an event names a player (a stored game always has the seats its
+/// events name; this only keeps rendering total).
+fn nobody() -> PlayerInfo {
+    PlayerInfo {
+        id: String::new(),
+        name: String::new(),
+        guest: true,
+        bot: false,
+    }
+}
+
 fn status(game: &LiveGame) -> Status {
     match game.phase() {
         Phase::Waiting => Status::Waiting,
@@ -102,32 +113,30 @@ pub fn frames(game: &LiveGame, happened: &Happened, version: u64, now_ms: i64) -
     let clocks = clocks(game, now_ms);
     // Nothing happens to a game after its end: the event rendered once it is over ends it.
     let ended = game.is_finished();
+    // An event other than a move reads the same for every audience: rendered once.
     let simple = |event: &EventRender<'_>| {
-        per_audience(version, ended, |_| {
-            render_event(
-                id,
-                version,
-                event,
-                outcome.as_ref(),
-                shuffle.as_ref(),
-                clocks.clone(),
-            )
-        })
+        let frame = Bytes::from(render_event(
+            id,
+            version,
+            event,
+            outcome.as_ref(),
+            shuffle.as_ref(),
+            clocks.clone(),
+        ));
+        AudienceFrames {
+            version,
+            ended,
+            white: frame.clone(),
+            black: frame.clone(),
+            public: frame,
+        }
     };
     match happened {
         Happened::Created => {
             let (color, player) = match (game.player(Color::White), game.player(Color::Black)) {
                 (Some(p), _) => (Color::White, player_info(p)),
                 (None, Some(p)) => (Color::Black, player_info(p)),
-                (None, None) => (
-                    Color::White,
-                    PlayerInfo {
-                        id: String::new(),
-                        name: String::new(),
-                        guest: true,
-                        bot: false,
-                    },
-                ),
+                (None, None) => (Color::White, nobody()),
             };
             simple(&EventRender::Created {
                 color,
@@ -135,14 +144,8 @@ pub fn frames(game: &LiveGame, happened: &Happened, version: u64, now_ms: i64) -
             })
         }
         Happened::Started => {
-            let none = PlayerInfo {
-                id: String::new(),
-                name: String::new(),
-                guest: true,
-                bot: false,
-            };
-            let white = game.player(Color::White).map_or(none.clone(), player_info);
-            let black = game.player(Color::Black).map_or(none, player_info);
+            let white = game.player(Color::White).map_or_else(nobody, player_info);
+            let black = game.player(Color::Black).map_or_else(nobody, player_info);
             simple(&EventRender::Started {
                 white: &white,
                 black: &black,

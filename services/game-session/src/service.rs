@@ -100,6 +100,18 @@ pub struct SeenView {
     pub ended: bool,
 }
 
+impl SeenView {
+    /// `game` at `version` as `audience` sees it, clocks read at `now_ms`.
+    fn of(game: &LiveGame, version: u64, audience: Audience, now_ms: i64) -> SeenView {
+        SeenView {
+            version,
+            audience,
+            frame: render::view_frame(game, version, audience, now_ms),
+            ended: game.is_finished(),
+        }
+    }
+}
+
 /// One logged event for one audience.
 #[derive(Debug, Clone)]
 pub struct LoggedEvent {
@@ -161,17 +173,17 @@ fn client(code: ErrorCode, message: impl Into<String>) -> SessionError {
 /// variant (moves/s and games live follow from their rates and differences).
 fn count(live: &LiveGame, change: &Change) {
     let variant = live.info().variant.name();
-    let name = match &change.happened {
-        Happened::Started => Some("frontier_game_session_games_started_total"),
-        Happened::Moved(_) => Some("frontier_game_session_moves_total"),
-        _ => None,
-    };
-    if let Some(name) = name {
-        if name == "frontier_game_session_moves_total" {
-            moves_counter(live.info().variant).increment(1);
-        } else {
-            metrics::counter!(name, "variant" => variant).increment(1);
+    match &change.happened {
+        Happened::Created => {
+            metrics::counter!("frontier_game_session_boards_created_total", "variant" => variant)
+                .increment(1);
         }
+        Happened::Started => {
+            metrics::counter!("frontier_game_session_games_started_total", "variant" => variant)
+                .increment(1);
+        }
+        Happened::Moved(_) => moves_counter(live.info().variant).increment(1),
+        _ => {}
     }
     if change.finished {
         metrics::counter!("frontier_game_session_games_finished_total", "variant" => variant)
@@ -396,7 +408,11 @@ impl<S: GameStore, B: EventBus> GameService<S, B> {
             },
             self.settings.clocks,
         ));
-        let frames = render::frames(&live, &Happened::Created, 1, now);
+        let created = Change {
+            happened: Happened::Created,
+            finished: false,
+        };
+        let frames = render::frames(&live, &created.happened, 1, now);
         let stored = self
             .store
             .compare_and_set(Write {
@@ -411,9 +427,7 @@ impl<S: GameStore, B: EventBus> GameService<S, B> {
             })
             .await?;
         if stored {
-            metrics::counter!("frontier_game_session_boards_created_total",
-                "variant" => live.info().variant.name())
-            .increment(1);
+            count(&live, &created);
         } else {
             return Err(SessionError::Internal(
                 "a fresh game id was already taken".into(),
@@ -495,12 +509,7 @@ impl<S: GameStore, B: EventBus> GameService<S, B> {
     pub async fn view(&self, game: &GameId, player_id: &str) -> Result<SeenView, SessionError> {
         let (version, live) = self.load(game).await?;
         let audience = live.seat_of(player_id);
-        Ok(SeenView {
-            version,
-            audience,
-            frame: render::view_frame(&live, version, audience, self.clock.now_ms()),
-            ended: live.is_finished(),
-        })
+        Ok(SeenView::of(&live, version, audience, self.clock.now_ms()))
     }
 
     /// Applies a player's action.
@@ -637,14 +646,7 @@ impl<S: GameStore, B: EventBus> GameService<S, B> {
         let (version, live) = self.load(game).await?;
         let audience = live.seat_of(player_id);
         let now = self.clock.now_ms();
-        let full = || {
-            Resume::View(SeenView {
-                version,
-                audience,
-                frame: render::view_frame(&live, version, audience, now),
-                ended: live.is_finished(),
-            })
-        };
+        let full = || Resume::View(SeenView::of(&live, version, audience, now));
         if after > version || version - after > max as u64 {
             return Ok((audience, full()));
         }
