@@ -70,6 +70,20 @@ impl Readiness {
         })
     }
 
+    /// Adds a check that Postgres answers a query.
+    pub fn postgres(self, pool: sqlx::PgPool) -> Readiness {
+        self.check("postgres", move || {
+            let pool = pool.clone();
+            async move {
+                sqlx::query("SELECT 1")
+                    .execute(&pool)
+                    .await
+                    .map(|_| ())
+                    .map_err(|e| e.to_string())
+            }
+        })
+    }
+
     /// Adds a check that the NATS connection is up.
     pub fn nats(self, client: async_nats::Client) -> Readiness {
         self.check("nats", move || {

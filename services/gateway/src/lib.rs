@@ -124,19 +124,7 @@ pub async fn build(config: &Config) -> anyhow::Result<Service> {
         sessions: sessions::connect(&config.game_session_urls)?,
         hub: Hub::new(Box::new(hub::NatsSource(nats.clone())), 1024),
         readiness: frontier_platform::admin::Readiness::new()
-            .check("postgres", {
-                let pool = pool.clone();
-                move || {
-                    let pool = pool.clone();
-                    async move {
-                        sqlx::query("SELECT 1")
-                            .execute(&pool)
-                            .await
-                            .map(|_| ())
-                            .map_err(|e| e.to_string())
-                    }
-                }
-            })
+            .postgres(pool.clone())
             .nats(nats.clone())
             .redis(redis.clone()),
         limits: Limits::new(Some(redis), ns.clone(), config.limits.clone()),

@@ -431,7 +431,9 @@ pub async fn build(config: &Config) -> anyhow::Result<Service> {
         #[cfg(feature = "test-hooks")]
         hang_after_commit: config.test_hang_after_commit,
     };
-    let readiness = rating_readiness(pool.clone(), nats.clone());
+    let readiness = frontier_platform::admin::Readiness::new()
+        .postgres(pool.clone())
+        .nats(nats.clone());
     Ok(Service {
         readiness,
         ..Service::from_parts(PgStore::new(pool), nats, ns, settings)
@@ -484,25 +486,6 @@ impl<S: RatingStore> Service<S> {
         };
         consumed.and(served.context("read API task")?)
     }
-}
-
-/// The rating service's readiness: Postgres answers, NATS is connected.
-pub fn rating_readiness(
-    pool: sqlx::PgPool,
-    nats: async_nats::Client,
-) -> frontier_platform::admin::Readiness {
-    frontier_platform::admin::Readiness::new()
-        .check("postgres", move || {
-            let pool = pool.clone();
-            async move {
-                sqlx::query("SELECT 1")
-                    .execute(&pool)
-                    .await
-                    .map(|_| ())
-                    .map_err(|e| e.to_string())
-            }
-        })
-        .nats(nats)
 }
 
 /// TEST ONLY: tells a waiting test the commit happened (see `test_hang_after_commit`).

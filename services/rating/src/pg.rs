@@ -187,15 +187,7 @@ impl RatingStore for PgStore {
             let find = |pid: Uuid| {
                 rows.iter()
                     .find(|r| r.0 == pid)
-                    .map(|r| Standing {
-                        rating: frontier_glicko2::Rating {
-                            rating: r.1,
-                            rd: r.2,
-                            volatility: r.3,
-                        },
-                        rated_games: u32::try_from(r.4).unwrap_or(0),
-                        last_rated_at: r.5,
-                    })
+                    .map(|r| standing(r.1, r.2, r.3, r.4, r.5))
                     .ok_or_else(|| RecordError::Storage("a locked rating row is missing".into()))
             };
             let (new_white, new_black) =
@@ -240,20 +232,7 @@ impl RatingStore for PgStore {
         .fetch_all(&self.pool)
         .await?;
         rows.into_iter()
-            .map(|r| {
-                Ok((
-                    variant_of(&r.0)?,
-                    Standing {
-                        rating: frontier_glicko2::Rating {
-                            rating: r.1,
-                            rd: r.2,
-                            volatility: r.3,
-                        },
-                        rated_games: u32::try_from(r.4).unwrap_or(0),
-                        last_rated_at: r.5,
-                    },
-                ))
-            })
+            .map(|r| Ok((variant_of(&r.0)?, standing(r.1, r.2, r.3, r.4, r.5))))
             .collect()
     }
 
@@ -468,5 +447,25 @@ impl RatingStore for PgStore {
             final_fen: row.try_get("final_fen")?,
             start_fen: row.try_get("start_fen")?,
         }))
+    }
+}
+
+/// A rating row's columns (rating, rd, volatility, rated_games, last_rated_at) as a
+/// [`Standing`].
+fn standing(
+    rating: f64,
+    rd: f64,
+    volatility: f64,
+    rated_games: i32,
+    last_rated_at: Option<OffsetDateTime>,
+) -> Standing {
+    Standing {
+        rating: frontier_glicko2::Rating {
+            rating,
+            rd,
+            volatility,
+        },
+        rated_games: u32::try_from(rated_games).unwrap_or(0),
+        last_rated_at,
     }
 }
