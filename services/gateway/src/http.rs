@@ -138,18 +138,13 @@ impl IntoResponse for ApiError {
         };
         let mut response = (self.status, axum::Json(body)).into_response();
         if let Some(ms) = retry_ms {
+            let headers = response.headers_mut();
             // Whole seconds, rounded up (the body has the exact figure).
-            response
-                .headers_mut()
-                .insert(header::RETRY_AFTER, HeaderValue::from(ms.div_ceil(1000)));
-        }
-        if retry_ms.is_some() {
+            headers.insert(header::RETRY_AFTER, HeaderValue::from(ms.div_ceil(1000)));
             // A refused client (429, or 503 from saturated hashing) reconnects to try
             // again: a flood on kept-alive connections would otherwise cost only the
             // parsing of each request.
-            response
-                .headers_mut()
-                .insert(header::CONNECTION, HeaderValue::from_static("close"));
+            headers.insert(header::CONNECTION, HeaderValue::from_static("close"));
         }
         response
     }
@@ -334,7 +329,7 @@ async fn json_errors(response: Response) -> Response {
     let status = response.status();
     let is_json = response
         .headers()
-        .get(axum::http::header::CONTENT_TYPE)
+        .get(header::CONTENT_TYPE)
         .is_some_and(|v| v.as_bytes().starts_with(b"application/json"));
     if !(status.is_client_error() || status.is_server_error()) || is_json {
         return response;
@@ -359,7 +354,7 @@ async fn json_errors(response: Response) -> Response {
     let mut rewritten = ApiError::new(status, code, message).into_response();
     // Keep what the framework said besides the body (e.g. `Allow` on a 405).
     for (name, value) in &parts.headers {
-        if name != axum::http::header::CONTENT_TYPE && name != axum::http::header::CONTENT_LENGTH {
+        if name != header::CONTENT_TYPE && name != header::CONTENT_LENGTH {
             rewritten.headers_mut().insert(name.clone(), value.clone());
         }
     }
