@@ -20,6 +20,10 @@ fn audience_token(audience: Audience) -> &'static str {
     }
 }
 
+/// The durable pull consumer every bot-worker shares on the bot-job stream (KEDA's
+/// `nats-jetstream` trigger names it too).
+pub const BOT_WORKERS_CONSUMER: &str = "bot-workers";
+
 /// NATS header carrying a game event's version.
 pub const VERSION_HEADER: &str = "Frontier-Version";
 
@@ -79,6 +83,25 @@ impl Namespace {
     pub fn finished_games_stream(&self) -> String {
         format!(
             "{}_GAMES",
+            self.prefix.to_ascii_uppercase().replace('-', "_")
+        )
+    }
+
+    /// `<prefix>.bot.jobs.<variant>`: a bot's owed action in a live game (JetStream work
+    /// queue [`Namespace::bot_jobs_stream`]; message id = the job id `<game id>:<version>`).
+    pub fn bot_jobs_subject(&self, variant: &str) -> String {
+        format!("{}.bot.jobs.{}", self.prefix, variant)
+    }
+
+    /// `<prefix>.bot.jobs.>`: every bot job, whatever its variant (the stream's subjects).
+    pub fn bot_jobs_wildcard(&self) -> String {
+        format!("{}.bot.jobs.>", self.prefix)
+    }
+
+    /// The JetStream work-queue stream of bot jobs: `<PREFIX>_BOT_JOBS`.
+    pub fn bot_jobs_stream(&self) -> String {
+        format!(
+            "{}_BOT_JOBS",
             self.prefix.to_ascii_uppercase().replace('-', "_")
         )
     }

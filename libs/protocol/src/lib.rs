@@ -5,11 +5,13 @@
 //! No I/O. The gateway parses client messages with these types; game-session renders views
 //! and events with them, once per audience, so the gateway relays bytes it never rewrites.
 
+mod bot;
 mod client;
 mod error;
 mod render;
 mod server;
 
+pub use bot::BotJob;
 pub use client::{
     CLIENT_MESSAGE_TYPES, ClientMessage, ClockSpec, ColorChoiceWire, MAX_CLIENT_FRAME_BYTES,
     MAX_ID_BYTES, frame_tags,
