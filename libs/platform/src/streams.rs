@@ -24,3 +24,24 @@ pub async fn ensure_finished_games(
     .await
     .map_err(|e| format!("finished-games stream: {e}"))
 }
+
+/// Creates the bot-job work queue if missing: file storage, work-queue retention (a job
+/// leaves the stream when a worker acknowledges it), duplicates (same job id
+/// `<game id>:<version>` as message id) dropped within two minutes, jobs older than a day
+/// dropped (their games have moved on or ended). Every variant's subject.
+pub async fn ensure_bot_jobs(
+    js: &jetstream::Context,
+    ns: &Namespace,
+) -> Result<jetstream::stream::Stream, String> {
+    js.get_or_create_stream(jetstream::stream::Config {
+        name: ns.bot_jobs_stream(),
+        subjects: vec![ns.bot_jobs_wildcard()],
+        retention: jetstream::stream::RetentionPolicy::WorkQueue,
+        storage: jetstream::stream::StorageType::File,
+        max_age: Duration::from_secs(24 * 3600),
+        duplicate_window: Duration::from_secs(120),
+        ..Default::default()
+    })
+    .await
+    .map_err(|e| format!("bot-jobs stream: {e}"))
+}
