@@ -9,6 +9,7 @@ pub mod deadlines;
 pub mod grpc;
 pub mod ids;
 pub mod local_bus;
+pub mod local_jobs;
 pub mod names;
 pub mod shutdown;
 pub mod streams;
