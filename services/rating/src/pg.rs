@@ -416,11 +416,21 @@ impl RatingStore for PgStore {
             .map(move_from_json)
             .collect::<Result<Vec<_>, _>>()?;
         let player = |side: &str| -> Result<games::Player, StoreError> {
+            let id = row.try_get::<Uuid, _>(&*format!("{side}_id"))?;
+            let bot: bool = row.try_get(&*format!("{side}_bot"))?;
+            // A bot's level follows from its fixed id (not a column of its own).
+            let level = frontier_platform::PlayerId(id)
+                .bot_level()
+                .filter(|_| bot)
+                .map_or(games::BotLevel::Unspecified, |l| {
+                    frontier_platform::convert::bot_level_to_proto(l)
+                });
             Ok(games::Player {
-                id: row.try_get::<Uuid, _>(&*format!("{side}_id"))?.to_string(),
+                id: id.to_string(),
                 name: row.try_get(&*format!("{side}_name"))?,
                 guest: row.try_get(&*format!("{side}_guest"))?,
-                bot: row.try_get(&*format!("{side}_bot"))?,
+                bot,
+                bot_level: level as i32,
             })
         };
         let variant = variant_of(&row.try_get::<String, _>("variant")?)?;
