@@ -97,6 +97,7 @@ fn finished_game(white: &str, black: &str) -> frontier_proto::games::v1::Finishe
         name: name.to_owned(),
         guest: false,
         bot: false,
+        bot_level: 0,
     };
     FinishedGame {
         game_id: uuid::Uuid::now_v7().to_string(),

@@ -174,7 +174,12 @@ impl EventBus for NatsBus {
     }
 
     #[tracing::instrument(name = "game_session.publish_bot_job", skip_all, fields(job = %id))]
-    async fn publish_bot_job(&self, variant: Variant, id: &str, job: Bytes) -> Result<(), BusError> {
+    async fn publish_bot_job(
+        &self,
+        variant: Variant,
+        id: &str,
+        job: Bytes,
+    ) -> Result<(), BusError> {
         let mut headers = async_nats::HeaderMap::new();
         headers.insert("Nats-Msg-Id", id);
         trace::inject_headers(&trace::current(), &mut headers);

@@ -140,8 +140,8 @@ impl<S: GameStore, B: EventBus> GameSession for GrpcGameSession<S, B> {
         let player = r.player.ok_or_else(|| bad("player is required"))?;
         let variant = variant_from_proto(r.variant)
             .ok_or_else(|| bad("variant must be standard, hidden or atomic"))?;
-        let level =
-            bot_level_from_proto(r.level).ok_or_else(|| bad("level must be easy, medium or hard"))?;
+        let level = bot_level_from_proto(r.level)
+            .ok_or_else(|| bad("level must be easy, medium or hard"))?;
         let color = color_choice(r.color)?;
         let (game, color, version) = self
             .service

@@ -374,9 +374,11 @@ impl<S: GameStore, B: EventBus> GameService<S, B> {
         for job in self.store.bot_outbox().await? {
             let current = match job.game_and_version() {
                 Some((game, version)) => match self.store.load(&game).await? {
-                    Some((at, _)) if at == version => serde_json::from_slice::<BotJob>(&job.payload)
-                        .ok()
-                        .and_then(|j| j.view.variant.parse::<Variant>().ok()),
+                    Some((at, _)) if at == version => {
+                        serde_json::from_slice::<BotJob>(&job.payload)
+                            .ok()
+                            .and_then(|j| j.view.variant.parse::<Variant>().ok())
+                    }
                     _ => None,
                 },
                 None => None,

@@ -8,8 +8,7 @@
 use bytes::Bytes;
 use frontier_chessclock::{ChessClock, LagTracker, TimeControl};
 use frontier_platform::convert::{
-    bot_level_from_proto, bot_level_to_proto, role_from_name, variant_from_proto,
-    variant_to_proto,
+    bot_level_from_proto, bot_level_to_proto, role_from_name, variant_from_proto, variant_to_proto,
 };
 use frontier_proto::games::v1 as games;
 use frontier_proto::gamesession::storage::v1 as storage;
@@ -148,7 +147,8 @@ impl From<&Player> for games::Player {
             bot: p.bot,
             bot_level: p
                 .bot_level
-                .map_or(games::BotLevel::Unspecified, bot_level_to_proto) as i32,
+                .map_or(games::BotLevel::Unspecified, bot_level_to_proto)
+                as i32,
         }
     }
 }
