@@ -109,10 +109,16 @@ mod tests {
         assert!(!q.push("s".into(), "g:3".into(), Bytes::from_static(b"b")));
         assert!(q.push("s".into(), "g:5".into(), Bytes::from_static(b"c")));
         let taker = q.clone();
-        assert_eq!(taker.try_next().map(|j| j.payload), Some(Bytes::from_static(b"a")));
+        assert_eq!(
+            taker.try_next().map(|j| j.payload),
+            Some(Bytes::from_static(b"a"))
+        );
         assert_eq!(q.try_next().map(|j| j.id), Some("g:5".to_owned()));
         assert!(q.try_next().is_none());
-        assert!(!q.push("s".into(), "g:3".into(), Bytes::new()), "still remembered");
+        assert!(
+            !q.push("s".into(), "g:3".into(), Bytes::new()),
+            "still remembered"
+        );
     }
 
     #[tokio::test]

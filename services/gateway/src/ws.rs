@@ -12,8 +12,9 @@ use frontier_platform::{AuthError, Claims, GameId};
 use frontier_proto::games::v1 as games;
 use frontier_proto::gamesession::v1 as pb;
 use frontier_protocol::{
-    BotLevel, CLIENT_MESSAGE_TYPES, ClientMessage, ClockSpec, ColorChoiceWire, ErrorCode, MAX_CLIENT_FRAME_BYTES,
-    MAX_ID_BYTES, PROTOCOL_VERSION, PlayerInfo, ServerMessage, frame_tags, to_json,
+    BotLevel, CLIENT_MESSAGE_TYPES, ClientMessage, ClockSpec, ColorChoiceWire, ErrorCode,
+    MAX_CLIENT_FRAME_BYTES, MAX_ID_BYTES, PROTOCOL_VERSION, PlayerInfo, ServerMessage, frame_tags,
+    to_json,
 };
 use futures_util::{SinkExt as _, StreamExt as _};
 use tokio::sync::{broadcast, mpsc};
@@ -526,7 +527,10 @@ impl<A: Accounts> Connection<A> {
                 color,
                 clock,
                 ..
-            } => self.play_computer(player, id, &variant, &level, color, clock).await,
+            } => {
+                self.play_computer(player, id, &variant, &level, color, clock)
+                    .await
+            }
             ClientMessage::JoinBoard { code, .. } => {
                 if code.len() > 16 {
                     return self.error(
@@ -595,7 +599,12 @@ impl<A: Accounts> Connection<A> {
             );
         };
         let Some(level) = BotLevel::parse(level) else {
-            return self.error(id, None, ErrorCode::BadField, "level is easy, medium or hard");
+            return self.error(
+                id,
+                None,
+                ErrorCode::BadField,
+                "level is easy, medium or hard",
+            );
         };
         if let Some(c) = clock
             && !c.is_valid()

@@ -220,7 +220,11 @@ async fn games_against_the_computer_are_never_rated<S: RatingStore>(store: &S) {
             Recorded::Stored { rated: false }
         );
     }
-    assert_eq!(standing(store, w).await, None, "no rating row for the person");
+    assert_eq!(
+        standing(store, w).await,
+        None,
+        "no rating row for the person"
+    );
     assert_eq!(standing(store, hard).await, None, "nor for the bot");
     let id = Uuid::parse_str(&flagged.game_id).expect("uuid");
     assert_eq!(
