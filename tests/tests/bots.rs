@@ -231,7 +231,11 @@ const MAX_VERSION: u64 = 90;
 async fn random_game(p: &Platform, seed: u64) -> anyhow::Result<(Client, String, String)> {
     let mut rng = Rng::seeded(seed);
     let mut me = Client::guest(p.gateways[(seed % 2) as usize], &format!("p{seed}")).await?;
-    let color = if seed.is_multiple_of(2) { "white" } else { "black" };
+    let color = if seed.is_multiple_of(2) {
+        "white"
+    } else {
+        "black"
+    };
     let (game, _) = play_computer(&mut me, "pc", "hidden", "easy", color).await?;
     let view = me.until("view", |v| v["type"] == "game").await?;
     let g = &view["game"];
