@@ -35,6 +35,9 @@ enum Service {
     Clock(frontier_clock::Config),
     /// Records finished games and rates them; serves the dashboard reads (gRPC).
     Rating(frontier_rating::Config),
+    /// Everything in one process, nothing to install: one address to open, accounts,
+    /// results and ratings kept in an embedded SQLite file (`--data`) or in memory.
+    Dev(frontier::dev::DevConfig),
 }
 
 impl Service {
@@ -44,6 +47,7 @@ impl Service {
             Service::GameSession(_) => "game-session",
             Service::Clock(_) => "clock",
             Service::Rating(_) => "rating",
+            Service::Dev(_) => "dev",
         }
     }
 
@@ -53,6 +57,7 @@ impl Service {
             Service::GameSession(c) => frontier_game_session::run(c, shutdown).await,
             Service::Clock(c) => frontier_clock::run(c, shutdown).await,
             Service::Rating(c) => frontier_rating::run(c, shutdown).await,
+            Service::Dev(c) => frontier::dev::run(c, shutdown).await,
         }
     }
 }

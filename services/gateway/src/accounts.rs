@@ -148,7 +148,7 @@ impl From<HashError> for AccountError {
 }
 
 /// Checks a registration and hashes its password: the new account and its hash.
-async fn prepare_registration(
+pub(crate) async fn prepare_registration(
     hasher: &HashPool,
     username: &str,
     password: &str,
@@ -171,6 +171,27 @@ pub fn guest_name() -> String {
     let mut bytes = [0u8; 4];
     let _ = getrandom::fill(&mut bytes);
     format!("Guest{:05}", u32::from_le_bytes(bytes) % 100_000)
+}
+
+/// The end of a login: the stored registered player found by username (id, name, password
+/// hash), if any, checked against `password` on the hashing pool.
+pub(crate) async fn verify_login(
+    hasher: &HashPool,
+    row: Option<(uuid::Uuid, String, Option<String>)>,
+    password: &str,
+) -> Result<Account, AccountError> {
+    let Some((id, name, Some(hash))) = row else {
+        return Err(AccountError::BadCredentials);
+    };
+    if hasher.verify(password.to_owned(), hash).await? {
+        Ok(Account {
+            id: PlayerId(id),
+            name,
+            guest: false,
+        })
+    } else {
+        Err(AccountError::BadCredentials)
+    }
 }
 
 /// Account storage.
@@ -263,18 +284,7 @@ impl Accounts for PgAccounts {
         .bind(username.to_ascii_lowercase())
         .fetch_optional(&self.pool)
         .await?;
-        let Some((id, name, Some(hash))) = row else {
-            return Err(AccountError::BadCredentials);
-        };
-        if self.hasher.verify(password.to_owned(), hash).await? {
-            Ok(Account {
-                id: PlayerId(id),
-                name,
-                guest: false,
-            })
-        } else {
-            Err(AccountError::BadCredentials)
-        }
+        verify_login(&self.hasher, row, password).await
     }
 
     async fn find(&self, id: PlayerId) -> Result<Option<Account>, AccountError> {
