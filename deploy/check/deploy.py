@@ -282,6 +282,9 @@ def assert_invariants(c: Checks, label: str, values: dict, objects: list[dict]) 
             c.check(spec["terminationGracePeriodSeconds"] >= pre + drain + 5,
                     f"{name}: terminationGracePeriodSeconds {spec['terminationGracePeriodSeconds']} covers "
                     f"preStop {pre}s + drain {drain}s + 5s")
+            live = ctr.get("livenessProbe", {})
+            c.check(live.get("periodSeconds", 10) * live.get("failureThreshold", 3) > drain,
+                    f"{name}: liveness cannot fail the pod during the drain ({drain}s)")
             env = {e["name"] for e in ctr.get("env", [])}
             c.check(("FRONTIER_JWT_SECRET" in env) == (component(obj) == "gateway"),
                     f"{name}: the JWT secret goes to the gateway alone")
@@ -388,6 +391,7 @@ def check_the_checks(c: Checks) -> None:
         "a container as root": lambda o: gateway(o)["securityContext"].update(runAsUser=0),
         "a writable root filesystem": lambda o: gateway(o)["containers"][0]["securityContext"].update(readOnlyRootFilesystem=False),
         "no readiness probe": lambda o: gateway(o)["containers"][0].pop("readinessProbe"),
+        "a liveness probe that fails during the drain": lambda o: gateway(o)["containers"][0]["livenessProbe"].update(failureThreshold=1),
         "a grace period shorter than the drain": lambda o: gateway(o).update(terminationGracePeriodSeconds=10),
         "game-session open to rating": lambda o: first(o, "NetworkPolicy", f"{RELEASE}-game-session")["spec"]["ingress"][0]
             ["from"][0]["podSelector"]["matchExpressions"][0]["values"].append("rating"),

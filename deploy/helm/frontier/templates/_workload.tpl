@@ -115,11 +115,13 @@ spec:
             httpGet: {path: /healthz, port: admin}
             periodSeconds: 2
             failureThreshold: 60
+          # The admin port closes at the first SIGTERM: liveness allows more failures than
+          # the drain lasts, so a draining pod is never restarted.
           livenessProbe:
             httpGet: {path: /healthz, port: admin}
             periodSeconds: 10
             timeoutSeconds: 3
-            failureThreshold: 3
+            failureThreshold: {{ add (div $root.Values.platform.drainTimeoutSeconds 10) 3 }}
           # Ready: every dependency answers. The admin listener closes at the first
           # SIGTERM, so readiness fails from then on.
           readinessProbe:
