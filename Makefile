@@ -1,6 +1,7 @@
 # Frontier — one entry point for building, testing and measuring.
 #
-#   make test    the test command: format check, clippy, every test of the workspace
+#   make test    the test command: format check, clippy, every test of the workspace,
+#                then the deployment checks (deploy-check, scaling-check)
 #   make perft   deep perft suites in release mode (10^7–10^8 nodes a position)
 #   make bench   perft speed benchmarks (divan); figures go in docs/benchmarks.md
 #   make fuzz    60 s of cargo-fuzz on every parser of untrusted input
