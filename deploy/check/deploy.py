@@ -450,6 +450,8 @@ def check() -> int:
         ("production.yaml", load_values("production.yaml")),
         ("production.yaml + matchmaking, no KEDA", load_values("production.yaml", extra={
             "matchmaking": {"enabled": True}, "keda": {"enabled": False}})),
+        ("production.yaml, platform namespace chess-eu-1", load_values("production.yaml", extra={
+            "platform": {"namespace": "chess-eu-1"}})),
         ("dev mode", load_values("k8s-common.yaml", "k8s-dev.yaml")),
         ("k8s prod", load_values("k8s-common.yaml", "k8s-prod.yaml")),
     ]
