@@ -79,9 +79,9 @@ def read_lag(monitoring: str, account: str, stream: str, consumer: str) -> dict:
     raise RuntimeError(f"/jsz has no stream {stream} in account {account}")
 
 
-async def ensure_queue(js, namespace: str) -> None:
-    """The stream exactly as platform::streams::ensure_bot_jobs makes it, and the durable
-    pull consumer the bot-workers share."""
+async def ensure_queue(js, namespace: str, consumer: bool) -> None:
+    """The stream exactly as platform::streams::ensure_bot_jobs makes it, and (unless the
+    worker makes it) the durable pull consumer the bot-workers share."""
     from nats.js.api import AckPolicy, ConsumerConfig, RetentionPolicy, StorageType, StreamConfig
 
     await js.add_stream(StreamConfig(
@@ -92,6 +92,8 @@ async def ensure_queue(js, namespace: str) -> None:
         max_age=24 * 3600,
         duplicate_window=120,
     ))
+    if not consumer:
+        return
     await js.add_consumer(bot_jobs_stream(namespace), ConsumerConfig(
         durable_name=CONSUMER, ack_policy=AckPolicy.EXPLICIT, ack_wait=30,
     ))
@@ -169,6 +171,18 @@ class Run:
         self.samples.append((time.monotonic() - self.t0, reading["lag"]))
         return reading
 
+    async def consumer_made(self, js, timeout: float) -> None:
+        """Waits for the worker to make its durable consumer."""
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                await js.consumer_info(bot_jobs_stream(self.args.namespace), CONSUMER)
+                return
+            except Exception:
+                if time.monotonic() > deadline:
+                    raise SystemExit(f"scaling-check: FAIL: the worker made no consumer {CONSUMER}")
+                await asyncio.sleep(0.1)
+
     async def until(self, what: str, condition, timeout: float) -> dict:
         """Reads the lag every 100 ms (KEDA: every pollingInterval) until condition holds."""
         deadline = time.monotonic() + timeout
@@ -187,7 +201,7 @@ class Run:
         a = self.args
         nc = await nats.connect(a.nats_url)
         js = nc.jetstream()
-        await ensure_queue(js, a.namespace)
+        await ensure_queue(js, a.namespace, consumer=not a.worker_makes_consumer)
         threshold = a.lag_threshold
         desired = lambda lag: math.ceil(lag / threshold)  # the HPA's average-value target
         print(f"scaling-check: stream {bot_jobs_stream(a.namespace)}, consumer {CONSUMER}, "
@@ -195,6 +209,8 @@ class Run:
         stop = asyncio.Event()
         try:
             self.start_worker()
+            if a.worker_makes_consumer:
+                await self.consumer_made(js, a.timeout)
             publisher = asyncio.create_task(self.publish(js, stop))
             high = await self.until(f"lag above {threshold}", lambda r: r["lag"] > threshold, a.timeout)
             print(f"scaling-check: one worker: lag {high['lag']} (pending {high['pending']}, "
@@ -257,6 +273,8 @@ def main() -> None:
     p.add_argument("--account", default="$G")
     p.add_argument("--namespace", default=f"scaling-{os.getpid()}", help="FRONTIER_NAMESPACE")
     p.add_argument("--worker-cmd", help="the worker to run, e.g. 'target/release/frontier bot-worker'")
+    p.add_argument("--worker-makes-consumer", action="store_true",
+                   help="let the worker make the durable consumer (with its own settings)")
     p.add_argument("--game-session-url", default="http://127.0.0.1:50051", help="given to the worker")
     p.add_argument("--work-ms", type=int, default=50, help="the stand-in's time per job")
     p.add_argument("--rate", type=float, default=24, help="jobs per second arriving")
