@@ -6,6 +6,7 @@
 #   make bench   perft speed benchmarks (divan); figures go in docs/benchmarks.md
 #   make fuzz    60 s of cargo-fuzz on every parser of untrusted input
 #   make run     every service built so far, on fixed loopback ports
+#   make dev     every service in one process, nothing to install (frontier dev)
 #   make deploy-check  the Helm chart, k8s/ and values schema, validated offline
 #   make k8s     regenerates k8s/ from the Helm chart
 #   make scaling-check  the bot-job queue's lag as KEDA reads it, on a throwaway NATS
@@ -19,7 +20,7 @@ PERFT := $(CARGO) run --quiet --release -p frontier-rules --bin perft --
 IMAGE ?= frontier:dev
 DEPLOY_PY := scripts/deploy-python.sh
 
-.PHONY: all build test lint fmt perft bench fuzz run clean deploy-check k8s scaling-check image
+.PHONY: all build test lint fmt perft bench fuzz run dev clean deploy-check k8s scaling-check image
 
 all: build
 
@@ -83,6 +84,10 @@ fuzz:
 # Uses the local Redis, NATS and Postgres, or throwaway ones as the tests do.
 run:
 	scripts/test-services.sh scripts/run-platform.sh
+
+# Everything in one process, nothing to install (accounts and ratings in ./frontier-data).
+dev:
+	$(CARGO) run --release -p frontier --bin frontier -- dev
 
 clean:
 	$(CARGO) clean

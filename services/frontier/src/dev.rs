@@ -56,6 +56,12 @@ pub struct DevConfig {
     /// How long issued tokens stay valid.
     #[arg(long, env = "FRONTIER_JWT_TTL", default_value = "12h", value_parser = frontier_platform::config::parse_duration)]
     pub jwt_ttl: Duration,
+    /// Messages per second a connection may send, on average.
+    #[arg(long, env = "FRONTIER_WS_RATE", default_value_t = 20.0)]
+    pub ws_rate: f64,
+    /// Messages a connection may send in a burst.
+    #[arg(long, env = "FRONTIER_WS_BURST", default_value_t = 40)]
+    pub ws_burst: u32,
     /// How games are played (as game-session's flags).
     #[command(flatten)]
     pub play: frontier_game_session::config::PlayArgs,
@@ -230,8 +236,8 @@ async fn start_on<A: Accounts, S: RatingStore>(
                 .public_url
                 .clone()
                 .unwrap_or_else(|| format!("http://{addr}")),
-            rate_per_second: 20.0,
-            rate_burst: 40,
+            rate_per_second: config.ws_rate,
+            rate_burst: config.ws_burst,
             auth_timeout: Duration::from_secs(10),
             outbound_queue: 512,
             presence_interval: Duration::from_secs(10),

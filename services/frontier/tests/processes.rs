@@ -483,3 +483,70 @@ async fn sigterm_closes_a_gateways_sockets_with_1001_and_its_clients_resume_else
     p.stop().await;
     Ok(())
 }
+
+/// `frontier dev` as a newcomer runs it: no Redis, NATS or Postgres settings at all (the
+/// environment's `FRONTIER_*` variables removed), one printed address serving the API and
+/// the WebSocket, a game played there, SIGTERM ends it cleanly.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn frontier_dev_runs_everything_from_one_command_with_nothing_installed() -> anyhow::Result<()>
+{
+    use std::io::BufRead as _;
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_frontier"));
+    for (key, _) in std::env::vars().filter(|(k, _)| k.starts_with("FRONTIER_")) {
+        cmd.env_remove(key);
+    }
+    let child = cmd
+        .args(["dev", "--memory", "--listen", "127.0.0.1:0"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()?;
+    let mut proc = Proc { child, name: "dev" };
+    let stdout = proc.child.stdout.take().context("stdout")?;
+    let line = tokio::task::spawn_blocking(move || {
+        let mut line = String::new();
+        std::io::BufReader::new(stdout)
+            .read_line(&mut line)
+            .map(|_| line)
+    });
+    let line = tokio::time::timeout(WAIT, line).await???;
+    let addr: SocketAddr = line
+        .trim()
+        .strip_prefix("Frontier is running at http://")
+        .and_then(|rest| rest.strip_suffix('/'))
+        .context("the printed address")?
+        .parse()?;
+    let (wt, wid) = guest(addr).await?;
+    let (bt, bid) = guest(addr).await?;
+    let mut white = Player::connect(addr, &wt, &wid).await?;
+    let mut black = Player::connect(addr, &bt, &bid).await?;
+    white
+        .send(json!({"type": "create_board", "id": "c", "variant": "atomic", "color": "white"}))
+        .await?;
+    let created = white.until(|v| v["type"] == "board_created").await?;
+    black
+        .send(json!({"type": "join_board", "id": "j", "code": created["code"]}))
+        .await?;
+    black.until(|v| v["type"] == "board_joined").await?;
+    let game = created["game_id"].as_str().context("game id")?;
+    white
+        .send(json!({"type": "move", "id": "m", "game_id": game, "uci": "e2e4"}))
+        .await?;
+    let e = black
+        .until(|v| v["type"] == "event" && v["event"]["uci"] == "e2e4")
+        .await?;
+    assert_eq!(e["event"]["turn"], "black");
+    let status = Command::new("kill")
+        .args(["-TERM", &proc.child.id().to_string()])
+        .status()?;
+    anyhow::ensure!(status.success(), "kill -TERM");
+    let deadline = Instant::now() + WAIT;
+    loop {
+        if let Some(status) = proc.child.try_wait()? {
+            assert!(status.success(), "frontier dev exits cleanly: {status}");
+            break;
+        }
+        anyhow::ensure!(Instant::now() < deadline, "frontier dev did not stop");
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    Ok(())
+}
