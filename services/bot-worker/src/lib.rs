@@ -199,6 +199,8 @@ fn default_concurrency() -> usize {
 /// What the worker did with its jobs, counted since it started.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Counts {
+    /// Jobs taken to the engine (a redelivered job counts again).
+    pub thinking: u64,
     /// Actions applied.
     pub moved: u64,
     /// Actions game-session had applied before (same job id): nothing changed.
@@ -395,6 +397,7 @@ async fn handle<D: Delivery, A: Sessions>(
     let seed = view::seed(&job.job);
     let level = prepared.level;
     let started = std::time::Instant::now();
+    stats.bump(|c| c.thinking += 1);
     let think = async {
         #[cfg(feature = "test-hooks")]
         if let Some(delay) = settings.think_delay {
