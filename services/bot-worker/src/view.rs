@@ -197,12 +197,12 @@ fn role(name: &str) -> Result<Role, JobError> {
 /// move's mover is still to act.
 fn first_mover(to_act: Color, pending: bool, plies: usize) -> Color {
     let completed = plies - usize::from(pending && plies > 0);
-    if completed % 2 == 0 { to_act } else { !to_act }
+    if completed.is_multiple_of(2) { to_act } else { !to_act }
 }
 
 /// The mover of move `i` (from 0).
 fn mover(first: Color, i: usize) -> Color {
-    if i % 2 == 0 { first } else { !first }
+    if i.is_multiple_of(2) { first } else { !first }
 }
 
 /// Every public reveal as (owner, true role). The revealing move's mover owns the revealed
