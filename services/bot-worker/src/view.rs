@@ -197,7 +197,11 @@ fn role(name: &str) -> Result<Role, JobError> {
 /// move's mover is still to act.
 fn first_mover(to_act: Color, pending: bool, plies: usize) -> Color {
     let completed = plies - usize::from(pending && plies > 0);
-    if completed.is_multiple_of(2) { to_act } else { !to_act }
+    if completed.is_multiple_of(2) {
+        to_act
+    } else {
+        !to_act
+    }
 }
 
 /// The mover of move `i` (from 0).
