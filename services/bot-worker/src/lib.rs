@@ -292,7 +292,9 @@ pub async fn work<S: JobSource, A: Sessions>(
     let mut jobs = JoinSet::new();
     let backlog = tokio::spawn(watch_backlog(source.probe(), shutdown.clone()));
     loop {
-        while jobs.try_join_next().is_some() {}
+        while let Some(done) = jobs.try_join_next() {
+            log_job_task(done);
+        }
         let slot = tokio::select! {
             _ = shutdown.wait() => break,
             slot = slots.clone().acquire_owned() => slot.context("the slots are never closed")?,
@@ -331,9 +333,20 @@ pub async fn work<S: JobSource, A: Sessions>(
             "stopped pulling bot jobs; finishing those in hand"
         );
     }
-    while jobs.join_next().await.is_some() {}
+    while let Some(done) = jobs.join_next().await {
+        log_job_task(done);
+    }
     backlog.abort();
     Ok(())
+}
+
+/// A job's task panicked (a bug): its job was not settled and comes back after
+/// `ack_wait`, until `max_deliver`.
+fn log_job_task(done: Result<(), tokio::task::JoinError>) {
+    if let Err(e) = done {
+        tracing::error!(error = %e, "a bot job's task failed; the job will be delivered again");
+        metrics::counter!("frontier_bot_jobs_failures_total", "kind" => "task").increment(1);
+    }
 }
 
 /// Keeps `frontier_bot_jobs_backlog` (pending + awaiting ack on the shared consumer: the

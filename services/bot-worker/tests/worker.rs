@@ -1,7 +1,8 @@
 //! The bot-worker on real NATS (JetStream) with a real game-session (in-process, on real
 //! Redis and NATS): a job is played by its seat at the next version; a job done twice
 //! applies once; a stale job is acknowledged without a move; poison jobs are terminated
-//! and counted while a good job behind them is done; a job waits out game-session being
+//! and counted while a good job behind them is done; a hidden-chess bot answers its
+//! pending promotion; a job waits out game-session being
 //! down; a long think keeps its job; and a worker process killed while holding a job has
 //! it done by another worker.
 //!
@@ -15,7 +16,7 @@ use std::time::Duration;
 use async_nats::jetstream;
 use frontier_bot_worker::{Counts, JetStreamSource, Service, Settings, Stats};
 use frontier_game_session::bus::NatsBus;
-use frontier_game_session::service::{GameService, RandomLayouts};
+use frontier_game_session::service::{FixedLayout, GameService, LayoutSource, RandomLayouts};
 use frontier_game_session::store::RedisStore;
 use frontier_platform::names::BOT_WORKERS_CONSUMER;
 use frontier_platform::time::SystemClock;
@@ -40,8 +41,13 @@ struct Env {
     stops: Vec<Shutdown>,
 }
 
-/// Starts a game-session on `listener` in `ns` (real Redis and NATS).
-async fn game_session(ns: &Namespace, listener: TcpListener) -> Shutdown {
+/// Starts a game-session on `listener` in `ns` (real Redis and NATS), its hidden games
+/// shuffled by `layouts`.
+async fn game_session(
+    ns: &Namespace,
+    listener: TcpListener,
+    layouts: Arc<dyn LayoutSource>,
+) -> Shutdown {
     let store = RedisStore::connect(&frontier_testkit::redis_url(), ns.clone())
         .await
         .expect("Redis");
@@ -52,7 +58,7 @@ async fn game_session(ns: &Namespace, listener: TcpListener) -> Shutdown {
         store,
         bus,
         Arc::new(SystemClock),
-        Arc::new(RandomLayouts),
+        layouts,
         Default::default(),
     ));
     let stop = Shutdown::new();
@@ -64,6 +70,10 @@ async fn game_session(ns: &Namespace, listener: TcpListener) -> Shutdown {
 }
 
 async fn env() -> Env {
+    env_with(Arc::new(RandomLayouts)).await
+}
+
+async fn env_with(layouts: Arc<dyn LayoutSource>) -> Env {
     let ns = Namespace::new(&frontier_testkit::unique_namespace()).expect("valid");
     let nats = async_nats::connect(frontier_testkit::nats_url())
         .await
@@ -74,7 +84,7 @@ async fn env() -> Env {
         .expect("the bot-job stream");
     let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
     let session = listener.local_addr().expect("addr");
-    let stop = game_session(&ns, listener).await;
+    let stop = game_session(&ns, listener, layouts).await;
     let client =
         frontier_proto::game_session_client(&[format!("http://{session}")]).expect("client");
     Env {
@@ -133,13 +143,17 @@ impl Env {
     }
 
     async fn board(&self) -> Board {
+        self.board_of(games::Variant::Standard).await
+    }
+
+    async fn board_of(&self, variant: games::Variant) -> Board {
         let (a, b) = (player("a"), player("b"));
         let created = self
             .client
             .clone()
             .create_board(pb::CreateBoardRequest {
                 creator: Some(a.clone()),
-                variant: games::Variant::Standard as i32,
+                variant: variant as i32,
                 color: pb::ColorChoice::White as i32,
                 rated: false,
                 time_control: None,
@@ -216,14 +230,14 @@ impl Env {
     }
 
     async fn publish_bytes(&self, payload: Vec<u8>, msg_id: &str) {
+        self.publish_on("standard", payload, msg_id).await;
+    }
+
+    async fn publish_on(&self, variant: &str, payload: Vec<u8>, msg_id: &str) {
         let mut headers = async_nats::HeaderMap::new();
         headers.insert("Nats-Msg-Id", msg_id);
         self.js
-            .publish_with_headers(
-                self.ns.bot_jobs_subject("standard"),
-                headers,
-                payload.into(),
-            )
+            .publish_with_headers(self.ns.bot_jobs_subject(variant), headers, payload.into())
             .await
             .expect("publish")
             .await
@@ -231,8 +245,8 @@ impl Env {
     }
 
     async fn publish(&self, job: &BotJob, msg_id: &str) {
-        self.publish_bytes(serde_json::to_vec(job).expect("json"), msg_id)
-            .await;
+        let payload = serde_json::to_vec(job).expect("json");
+        self.publish_on(&job.view.variant, payload, msg_id).await;
     }
 
     /// The shared consumer: (pending, awaiting ack).
@@ -360,7 +374,7 @@ async fn while_game_session_is_down_a_job_is_retried_and_done_once_it_is_back() 
     assert_eq!(stats.counts().moved, 0);
     // game-session comes (back) there: the same games, from Redis.
     let listener = TcpListener::bind(later).await.expect("the port again");
-    let stop = game_session(&env.ns, listener).await;
+    let stop = game_session(&env.ns, listener, Arc::new(RandomLayouts)).await;
     env.stops.push(stop);
     let counts = until(&stats, |c| c.moved == 1).await;
     assert_eq!(counts.set_aside + counts.rejected + counts.refused, 0);
@@ -393,6 +407,43 @@ async fn a_long_think_keeps_its_job() {
     assert_eq!(other.counts(), Counts::default());
     let (version, _) = env.view(&board.game, &board.b).await;
     assert_eq!(version, 3);
+    env.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_bot_answers_its_pending_promotion() {
+    // White's a1 piece is truly a pawn and its a2 piece a rook (Black's layout is the
+    // usual one): the a2 rook clears the a-file, then the rook-like a1 runs to a8 and
+    // reveals a pawn on its last rank. White (A, the bot's seat) owes the promotion choice.
+    let layout = frontier_rules::Layout::from_canonical("PNBQBNRRPPPPPPP/rnbqbnrpppppppp")
+        .expect("a layout");
+    let mut env = env_with(Arc::new(FixedLayout(layout))).await;
+    let board = env.board_of(games::Variant::Hidden).await;
+    for (i, uci) in ["a2a4", "b7b5", "a4a7", "b5b4", "a7b7", "b4b3", "a1a8"]
+        .iter()
+        .enumerate()
+    {
+        let mover = if i % 2 == 0 { &board.a } else { &board.b };
+        env.play(&board, mover, uci).await;
+    }
+    let job = env.job(&board).await;
+    assert_eq!(job.view.pending_promotion.as_deref(), Some("a8"));
+    env.publish(&job, &job.job).await;
+    let stats = env.worker(settings(), env.session).await;
+    let counts = until(&stats, |c| c.moved == 1).await;
+    assert_eq!(counts.rejected + counts.refused + counts.retries, 0);
+    // The choice completed the move: Black to move, nothing pending, the move list's
+    // last move carries the promotion made.
+    let (version, game) = env.view(&board.game, &board.b).await;
+    assert_eq!(version, job.version + 1);
+    assert_eq!(game.pending_promotion, None);
+    assert_eq!(game.turn, "black");
+    let last = game.moves.last().expect("moves");
+    assert!(
+        last.uci.starts_with("a1a8") && last.uci.len() == 5,
+        "{}",
+        last.uci
+    );
     env.stop().await;
 }
 
