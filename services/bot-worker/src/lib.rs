@@ -215,7 +215,8 @@ pub struct Counts {
     pub set_aside: u64,
 }
 
-/// The counts, observable as they change (tests await them; metrics export them too).
+/// The counts, observable as they change (tests await them; metrics export them too). A
+/// job is counted once it is settled with the queue (acked, terminated or returned).
 #[derive(Debug)]
 pub struct Stats(watch::Sender<Counts>);
 
@@ -467,14 +468,8 @@ async fn handle<D: Delivery, A: Sessions>(
     match answer {
         Ok(acted) => {
             let (outcome, version) = match acted {
-                Acted::Applied(v) => {
-                    stats.bump(|c| c.moved += 1);
-                    ("moved", v)
-                }
-                Acted::Duplicate(v) => {
-                    stats.bump(|c| c.duplicates += 1);
-                    ("duplicate", v)
-                }
+                Acted::Applied(v) => ("moved", v),
+                Acted::Duplicate(v) => ("duplicate", v),
             };
             tracing::info!(
                 outcome,
@@ -485,6 +480,10 @@ async fn handle<D: Delivery, A: Sessions>(
             );
             labels.count(outcome);
             settle(delivery.ack().await);
+            stats.bump(|c| match acted {
+                Acted::Applied(_) => c.moved += 1,
+                Acted::Duplicate(_) => c.duplicates += 1,
+            });
         }
         Err(ActError::Refused(code)) => {
             // Final: the game moved on (or ended) without this action, or the action was
@@ -495,9 +494,9 @@ async fn handle<D: Delivery, A: Sessions>(
             );
             metrics::counter!("frontier_bot_jobs_refused_total", "reason" => code.as_str())
                 .increment(1);
-            stats.bump(|c| c.refused += 1);
             labels.count("refused");
             settle(delivery.ack().await);
+            stats.bump(|c| c.refused += 1);
         }
         Err(ActError::Transient(why)) => {
             metrics::counter!("frontier_bot_jobs_failures_total", "kind" => "act").increment(1);
@@ -506,16 +505,16 @@ async fn handle<D: Delivery, A: Sessions>(
                 tracing::error!(sequence, delivered, %why,
                     "giving up on a bot job after its last delivery; set aside");
                 metrics::counter!("frontier_bot_jobs_set_aside_total").increment(1);
-                stats.bump(|c| c.set_aside += 1);
                 labels.count("set_aside");
                 settle(delivery.term().await);
+                stats.bump(|c| c.set_aside += 1);
                 return;
             }
             let delay = settings.retry_delay(delivered);
             tracing::warn!(sequence, delivered, ?delay, %why, "acting failed; retrying later");
-            stats.bump(|c| c.retries += 1);
             labels.count("retried");
             settle(delivery.nak(delay).await);
+            stats.bump(|c| c.retries += 1);
         }
     }
 }
@@ -540,9 +539,9 @@ async fn settle_rejected<D: Delivery>(
     reason: &'static str,
 ) {
     metrics::counter!("frontier_bot_jobs_rejected_total", "reason" => reason).increment(1);
-    stats.bump(|c| c.rejected += 1);
     labels.count("rejected");
     settle(delivery.term().await);
+    stats.bump(|c| c.rejected += 1);
 }
 
 fn settle(result: Result<(), SourceError>) {

@@ -152,21 +152,22 @@ impl Delivery for jetstream::Message {
         self.info().map(|i| i.delivered).unwrap_or(1)
     }
 
+    // Acks, terms and naks are confirmed by the server: once one returns, the job is
+    // settled there.
     async fn ack(&self) -> Result<(), SourceError> {
-        // Confirmed by the server: once this returns, the job is gone from the queue.
         self.double_ack()
             .await
             .map_err(|e| SourceError(format!("ack: {e}")))
     }
 
     async fn term(&self) -> Result<(), SourceError> {
-        self.ack_with(AckKind::Term)
+        self.double_ack_with(AckKind::Term)
             .await
             .map_err(|e| SourceError(format!("term: {e}")))
     }
 
     async fn nak(&self, delay: Duration) -> Result<(), SourceError> {
-        self.ack_with(AckKind::Nak(Some(delay)))
+        self.double_ack_with(AckKind::Nak(Some(delay)))
             .await
             .map_err(|e| SourceError(format!("nak: {e}")))
     }

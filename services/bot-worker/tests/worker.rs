@@ -384,6 +384,57 @@ async fn while_game_session_is_down_a_job_is_retried_and_done_once_it_is_back() 
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_job_failing_on_every_delivery_is_set_aside_after_the_last() {
+    let mut env = env().await;
+    let board = env.board().await;
+    let job = env.job(&board).await;
+    // game-session never comes: each delivery fails transiently.
+    let down = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let nowhere = down.local_addr().expect("addr");
+    drop(down);
+    let stats = env
+        .worker(
+            Settings {
+                max_deliver: 3,
+                act_timeout: Duration::from_millis(500),
+                ..settings()
+            },
+            nowhere,
+        )
+        .await;
+    env.publish(&job, &job.job).await;
+    let counts = until(&stats, |c| c.set_aside == 1).await;
+    // Two retries, then the third and last delivery sets it aside: no fourth.
+    assert_eq!((counts.retries, counts.thinking), (2, 3), "{counts:?}");
+    assert_eq!(env.queue().await, (0, 0));
+    assert_eq!(env.view(&board.game, &board.b).await.0, 2);
+    env.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_worker_exports_its_metrics() {
+    // The process's recorder (as `/metrics` serves it), installed before any job.
+    let metrics = frontier_platform::admin::metrics();
+    let mut env = env().await;
+    let board = env.board().await;
+    let job = env.job(&board).await;
+    env.publish(&job, &job.job).await;
+    let stats = env.worker(settings(), env.session).await;
+    until(&stats, |c| c.moved == 1).await;
+    let text = metrics.render();
+    for line in [
+        "frontier_bot_jobs_total{variant=\"standard\",level=\"easy\",outcome=\"moved\"}",
+        // Second-scale buckets: a Hard think of several seconds is not lost in +Inf.
+        "frontier_bot_think_seconds_bucket{level=\"easy\",le=\"5\"}",
+        "frontier_bot_job_queue_seconds_bucket{le=\"15\"}",
+        "frontier_bot_jobs_backlog",
+    ] {
+        assert!(text.contains(line), "{line} missing from:\n{text}");
+    }
+    env.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_long_think_keeps_its_job() {
     let mut env = env().await;
     let board = env.board().await;
