@@ -618,6 +618,23 @@ mod tests {
     }
 
     #[test]
+    fn castling_reveals_the_corner_piece_and_the_replay_follows_it() {
+        // White's h1 piece is truly the queen: castling short reveals it on f1. Then the
+        // knights go out and back, and the position after castling stands again.
+        let played = Played::hidden("RNBRBNQPPPPPPPP/rnbqbnrpppppppp").play(&[
+            "e2e4", "e7e5", "g1f3", "b8c6", "f1c4", "g8f6", "e1g1", "f6g8", "f3h4", "g8f6", "h4f3",
+        ]);
+        let castle = played.moves[6].reveal.expect("castling reveals the corner");
+        assert_eq!(castle.1, Role::Queen);
+        let frame = played.frame(Color::Black);
+        let view = seat_view(Variant::Hidden, Color::Black, &frame).expect("a consistent view");
+        assert_eq!(view.unaccounted.white, [7, 1, 1, 2, 0]);
+        let now = played.game.position().repetition_key();
+        assert_eq!(view.history.len(), 4);
+        assert_eq!(view.history[0], now);
+    }
+
+    #[test]
     fn reveals_that_cannot_be_accounted_for_are_refused_without_naming_a_role() {
         let played = Played::hidden(LAYOUT).play(&HIDDEN_GAME[..2]);
         let mut frame = played.frame(Color::White);
