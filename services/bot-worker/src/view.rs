@@ -37,6 +37,9 @@ pub enum JobError {
     /// The seat is not `white` or `black`.
     #[error("unknown seat `{0}`")]
     Seat(String),
+    /// The view seats another player in the bot's seat.
+    #[error("the {0} seat is not the job's player")]
+    Player(&'static str),
     /// The job id is not `<game id>:<version>` of this job.
     #[error("job id `{0}` is not `<game id>:<version>` of its game and version")]
     JobId(String),
@@ -70,6 +73,7 @@ impl JobError {
             JobError::Variant(_) => "variant",
             JobError::Level(_) => "level",
             JobError::Seat(_) => "seat",
+            JobError::Player(_) => "player",
             JobError::JobId(_) => "job_id",
             JobError::NotPlaying(_) => "not_playing",
             JobError::Fen(_) => "fen",
@@ -113,6 +117,13 @@ pub fn prepare(job: &BotJob) -> Result<Prepared, JobError> {
     let seat = color_from_name(&job.seat).ok_or_else(|| JobError::Seat(job.seat.clone()))?;
     if job.job != BotJob::id_for(&job.game_id, job.version) {
         return Err(JobError::JobId(job.job.clone()));
+    }
+    let seated = match seat {
+        Color::White => &job.view.white,
+        Color::Black => &job.view.black,
+    };
+    if seated.as_ref().is_some_and(|p| p.id != job.player_id) {
+        return Err(JobError::Player(seat.name()));
     }
     let view = seat_view(variant, seat, &job.view)?;
     Ok(Prepared { view, level })
@@ -396,7 +407,7 @@ impl From<Decision> for BotAction {
 mod tests {
     use super::*;
     use frontier_protocol::{
-        ClockSpec, GameMeta, MoveWire, PublicMove, ServerMessage, Status, render_view,
+        ClockSpec, GameMeta, MoveWire, PlayerInfo, PublicMove, ServerMessage, Status, render_view,
     };
 
     /// A game played by the rules, and its public move list as game-session keeps it.
@@ -554,6 +565,17 @@ mod tests {
                     ..job("white", "easy", w.clone())
                 },
                 "job_id",
+            ),
+            (
+                with(&|w| {
+                    w.white = Some(PlayerInfo {
+                        id: "someone else".to_owned(),
+                        name: "x".to_owned(),
+                        guest: false,
+                        bot: true,
+                    })
+                }),
+                "player",
             ),
         ];
         for (job, reason) in cases {
