@@ -58,6 +58,7 @@ use frontier_platform::trace::Traced;
 use frontier_platform::{Namespace, Shutdown};
 use frontier_proto::gamesession::v1::game_session_client::GameSessionClient;
 use frontier_protocol::BotJob;
+use futures_util::FutureExt as _;
 use tokio::sync::{Semaphore, watch};
 use tokio::task::JoinSet;
 
@@ -277,9 +278,9 @@ impl Labels {
 }
 
 /// Works jobs from `source` until `shutdown`, acting through `sessions`. On shutdown it
-/// stops pulling and finishes the jobs it holds (each bounded by its think and the act
-/// timeout); a job it cannot finish (the process stopped hard) goes to another worker
-/// after `ack_wait`.
+/// stops pulling (a job its last pull request brings is released at once) and finishes
+/// the jobs it holds (each bounded by its think and the act timeout); a job it cannot
+/// finish (the process stopped hard) goes to another worker after `ack_wait`.
 pub async fn work<S: JobSource, A: Sessions>(
     mut source: S,
     sessions: A,
@@ -300,12 +301,16 @@ pub async fn work<S: JobSource, A: Sessions>(
             _ = shutdown.wait() => break,
             slot = slots.clone().acquire_owned() => slot.context("the slots are never closed")?,
         };
-        let next = tokio::select! {
-            _ = shutdown.wait() => break,
-            next = source.next() => next,
-        };
-        let delivery = match next {
+        // Not raced against the shutdown signal: the source ends its request itself.
+        let delivery = match source.next(&shutdown).await {
             None => break,
+            Some(Ok(d)) if shutdown.wait().now_or_never().is_some() => {
+                // Came in as the worker stops: released at once for another worker.
+                if let Err(e) = d.nak(Duration::ZERO).await {
+                    tracing::warn!(error = %e, "releasing a bot job failed; it comes back after ack_wait");
+                }
+                break;
+            }
             Some(Ok(d)) => d,
             Some(Err(e)) => {
                 tracing::warn!(error = %e, "pulling a bot job failed; trying again shortly");

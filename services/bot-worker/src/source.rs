@@ -8,9 +8,9 @@
 use std::time::Duration;
 
 use async_nats::jetstream::{self, AckKind, consumer::PullConsumer, consumer::pull};
-use frontier_platform::Namespace;
 use frontier_platform::names::BOT_WORKERS_CONSUMER;
-use futures_util::StreamExt as _;
+use frontier_platform::{Namespace, Shutdown};
+use futures_util::{FutureExt as _, StreamExt as _};
 
 /// A source or delivery failed to talk to its queue.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -42,8 +42,14 @@ pub trait JobSource: Send + 'static {
     /// Its backlog reader.
     type Probe: BacklogProbe;
 
-    /// The next job, waiting until one comes; `None` once the source has ended.
-    fn next(&mut self) -> impl Future<Output = Option<Result<Self::Delivery, SourceError>>> + Send;
+    /// The next job, waiting until one comes; `None` once the source has ended or `stop`
+    /// has been triggered. After `stop` it asks for no more jobs, but a request already
+    /// made is seen to its end (briefly), and a job it brings is still returned — for the
+    /// caller to release — so no job is left with a worker that is going away.
+    fn next(
+        &mut self,
+        stop: &Shutdown,
+    ) -> impl Future<Output = Option<Result<Self::Delivery, SourceError>>> + Send;
 
     /// A reader of the backlog, used from another task.
     fn probe(&self) -> Self::Probe;
@@ -56,8 +62,9 @@ pub trait BacklogProbe: Send + 'static {
     fn backlog(&mut self) -> impl Future<Output = Result<u64, SourceError>> + Send;
 }
 
-/// How long one pull request waits on the server for a job before it is asked again.
-const PULL_WAIT: Duration = Duration::from_secs(5);
+/// How long one pull request waits on the server for a job before it is asked again (and
+/// so how long a stopping worker may wait for its last request to end).
+const PULL_WAIT: Duration = Duration::from_secs(2);
 
 /// The durable pull consumer every worker shares on the bot-job work queue.
 #[derive(Debug)]
@@ -101,9 +108,14 @@ impl JobSource for JetStreamSource {
     type Probe = PullConsumer;
 
     /// One job per pull request, so a worker holds no job it has no room for: jobs it
-    /// has not started stay with the server for the other workers.
-    async fn next(&mut self) -> Option<Result<jetstream::Message, SourceError>> {
+    /// has not started stay with the server for the other workers. A request is never
+    /// abandoned: the server would deliver a job to it that nobody reads, and that job
+    /// would wait `ack_wait` for another worker.
+    async fn next(&mut self, stop: &Shutdown) -> Option<Result<jetstream::Message, SourceError>> {
         loop {
+            if stop.wait().now_or_never().is_some() {
+                return None;
+            }
             let request = self
                 .consumer
                 .batch()
