@@ -14,7 +14,8 @@
 //!   applies at most one move. It is acknowledged only after game-session answered; a
 //!   final refusal (`stale_version`, `game_over`, `not_your_turn`, …) is an answer too.
 //! - **Never stuck.** A job that can never be done (undecodable; an impossible view: bad
-//!   FEN, unknown level, seat or variant, identities that cannot be accounted for) is
+//!   FEN, unknown level, seat or variant, another player in the bot's seat, identities
+//!   that cannot be accounted for) is
 //!   terminated, logged once with its stream sequence and counted
 //!   (`frontier_bot_jobs_rejected_total{reason}`). A transient failure (game-session
 //!   unreachable or failing, a timeout) is returned with a delay that doubles per
@@ -24,14 +25,20 @@
 //!   (in-progress acks every third of `ack_wait`), so a long search is not handed to
 //!   another worker; a worker that dies stops doing that, and its job goes to another
 //!   worker `ack_wait` later.
+//! - **Shutdown.** The first signal stops pulling (a job the last pull request brings is
+//!   released at once, for another worker) and lets the jobs in hand finish; the second
+//!   stops at once, and those jobs go to other workers after `ack_wait`.
 //! - **Fair.** The engine's input is the job's view only (`view.rs`): for hidden chess the
 //!   public position, the public reveals and the identities this seat captured.
 //!
-//! **Scaling (KEDA).** The `nats-jetstream` trigger needs the stream `<NS>_BOT_JOBS`, the
-//! consumer `bot-workers`, and the NATS server's monitoring endpoint (`/jsz`, port 8222),
-//! whose consumer figures `num_pending` (not yet delivered) and `num_ack_pending`
-//! (delivered, not yet settled) are the lag it scales on. Each worker also exports that sum
-//! as `frontier_bot_jobs_backlog` (read every 5 s) for dashboards and a Prometheus trigger.
+//! **Scaling (KEDA).** The `nats-jetstream` trigger reads the consumer's lag from the NATS
+//! server's monitoring endpoint (`/jsz`, port 8222): its metadata are
+//! `natsServerMonitoringEndpoint`, `account` (`$G` on a server without accounts),
+//! `stream: <NS>_BOT_JOBS` (`FRONTIER_BOT_JOBS` in the default namespace), `consumer:
+//! bot-workers` and a `lagThreshold` (jobs per worker). The consumer's own figures there
+//! are `num_pending` (jobs not yet delivered) and `num_ack_pending` (delivered, not yet
+//! settled); each worker exports their sum as `frontier_bot_jobs_backlog` (read every 5 s)
+//! for dashboards or a Prometheus trigger.
 //!
 //! Metrics: `frontier_bot_jobs_total{variant,level,outcome}` (outcome `moved`,
 //! `duplicate`, `refused`, `rejected`, `retried`, `set_aside`),
