@@ -1,17 +1,26 @@
 # Frontier — one entry point for building, testing and measuring.
 #
-#   make test    the test command: format check, clippy, every test of the workspace
+#   make test    the test command: format check, clippy, every test of the workspace,
+#                then the deployment checks (deploy-check, scaling-check)
 #   make perft   deep perft suites in release mode (10^7–10^8 nodes a position)
 #   make bench   perft speed benchmarks (divan); figures go in docs/benchmarks.md
 #   make fuzz    60 s of cargo-fuzz on every parser of untrusted input
 #   make run     every service built so far, on fixed loopback ports
+#   make dev     every service in one process, nothing to install (frontier dev)
+#   make deploy-check  the Helm chart, k8s/ and values schema, validated offline
+#   make k8s     regenerates k8s/ from the Helm chart
+#   make scaling-check  the bot-job queue's lag as KEDA reads it, on a throwaway NATS
+#   make image   the container image (where a Docker daemon runs)
 
 CARGO ?= cargo
 FUZZ_SECONDS ?= 60
 DATA := libs/rules/tests/data
 PERFT := $(CARGO) run --quiet --release -p frontier-rules --bin perft --
 
-.PHONY: all build test lint fmt perft bench fuzz run clean
+IMAGE ?= frontier:dev
+DEPLOY_PY := scripts/deploy-python.sh
+
+.PHONY: all build test lint fmt perft bench fuzz run dev clean deploy-check k8s scaling-check image
 
 all: build
 
@@ -33,6 +42,26 @@ lint:
 test: lint
 	scripts/test-services.sh $(CARGO) test --workspace -- --test-threads=3
 	CARGO=$(CARGO) scripts/check-release-flags.sh
+	$(MAKE) --no-print-directory deploy-check scaling-check
+
+# The deployment, offline (no cluster, no helm binary; pip installs the checkers if
+# missing): lint and render the chart, validate every object against the Kubernetes API
+# schemas and KEDA's model, assert what matters, k8s/ fresh, bad values refused.
+deploy-check:
+	$(DEPLOY_PY) deploy/check/deploy.py check
+
+# Regenerates k8s/ (base + overlays) from the chart.
+k8s:
+	$(DEPLOY_PY) deploy/check/deploy.py k8s
+
+# The signal KEDA scales bot-workers on, read from a throwaway NATS's /jsz.
+# WORKER='frontier bot-worker …' runs the real worker instead of the stand-in.
+scaling-check:
+	$(DEPLOY_PY) deploy/check/scaling_signal.py $(if $(WORKER),--worker-cmd '$(WORKER)')
+
+# The image, where a Docker daemon answers; then each service's --help and a /healthz.
+image:
+	scripts/build-image.sh $(IMAGE)
 
 perft:
 	$(PERFT) --variant standard --epd $(DATA)/standard-deep.perft
@@ -55,6 +84,10 @@ fuzz:
 # Uses the local Redis, NATS and Postgres, or throwaway ones as the tests do.
 run:
 	scripts/test-services.sh scripts/run-platform.sh
+
+# Everything in one process, nothing to install (accounts and ratings in ./frontier-data).
+dev:
+	$(CARGO) run --release -p frontier --bin frontier -- dev
 
 clean:
 	$(CARGO) clean

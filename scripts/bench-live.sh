@@ -7,6 +7,8 @@
 #       BIN is the `frontier` binary (e.g. target/release/frontier)
 #   scripts/test-services.sh scripts/bench-live.sh legacy DIR [PAIRS] [SECONDS]
 #       DIR holds the per-service binaries of a build before the one binary existed
+#   scripts/bench-live.sh dev BIN [PAIRS] [SECONDS]
+#       `frontier dev --memory`: every service in one process (needs no servers)
 #
 # Uses its own database and namespace; loopback only; stops by itself.
 set -euo pipefail
@@ -17,7 +19,7 @@ LOAD=${LOAD:-$TARGET/release/frontier-load}
 NS="bench$$"
 admin=${FRONTIER_TEST_POSTGRES_URL:-postgres://postgres@127.0.0.1:5432/postgres}
 DB="bench_$$"
-psql "$admin" -qc "create database $DB"
+[ "$MODE" = dev ] || psql "$admin" -qc "create database $DB"
 export FRONTIER_DATABASE_URL="${admin%/*}/$DB"
 export FRONTIER_REDIS_URL=${FRONTIER_TEST_REDIS_URL:-redis://127.0.0.1:6379}
 export FRONTIER_NATS_URL=${FRONTIER_TEST_NATS_URL:-nats://127.0.0.1:4222}
@@ -36,7 +38,10 @@ cleanup() {
 }
 trap cleanup EXIT
 start() { "$@" >/dev/null 2>&1 & pids+=($!); }
-if [ "$MODE" = frontier ]; then
+if [ "$MODE" = dev ]; then
+  started=$(date +%s%N)
+  start "$WHERE" dev --memory --listen $GW; names+=(dev)
+elif [ "$MODE" = frontier ]; then
   # With their admin endpoints, as deployed: metrics are recorded.
   start "$WHERE" game-session --listen $GS --admin-listen 127.0.0.1:19101; names+=(game-session)
   start "$WHERE" rating --listen $RT --admin-listen 127.0.0.1:19103; names+=(rating)
@@ -48,7 +53,8 @@ else
   start "$WHERE/gateway" --listen $GW --game-session-urls http://$GS; names+=(gateway)
   start "$WHERE/clock" --game-session-urls http://$GS; names+=(clock)
 fi
-for _ in $(seq 1 200); do (exec 3<>/dev/tcp/127.0.0.1/18080) 2>/dev/null && break; sleep 0.05; done
+for _ in $(seq 1 400); do (exec 3<>/dev/tcp/127.0.0.1/18080) 2>/dev/null && break; sleep 0.005; done
+[ -n "${started:-}" ] && echo "  serving after $(( ($(date +%s%N) - started) / 1000000 )) ms"
 ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 before=(); for p in "${pids[@]}"; do before+=("$(ticks "$p")"); done
 out=$("$LOAD" --addr $GW --pairs "$PAIRS" --seconds "$SECONDS_")

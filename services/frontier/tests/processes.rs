@@ -2,7 +2,7 @@
 //! NATS and Postgres. Every service answers `/metrics`, `/healthz` and `/readyz` on its
 //! admin port with its own metrics; and a gateway stopped with SIGTERM while pairs play
 //! closes its sockets with 1001, its clients resume on another gateway, and no event is
-//! lost or doubled.
+//! lost or doubled; a bot-worker stopped with SIGTERM exits cleanly.
 
 use std::net::SocketAddr;
 use std::process::{Child, Command, Stdio};
@@ -114,6 +114,17 @@ impl Platform {
             ],
             &env,
         ));
+        let a = admin_of("bot-worker", &mut p);
+        p.procs.push(spawn(
+            "bot-worker",
+            &[
+                "--game-session-urls".into(),
+                format!("http://{session}"),
+                "--admin-listen".into(),
+                a,
+            ],
+            &env,
+        ));
         let a = admin_of("clock", &mut p);
         p.procs.push(spawn(
             "clock",
@@ -153,28 +164,37 @@ impl Platform {
     }
 
     fn pid_of_gateway(&self, i: usize) -> u32 {
+        self.pid_of("gateway", i)
+    }
+
+    fn pid_of(&self, name: &str, i: usize) -> u32 {
         self.procs
             .iter()
-            .filter(|p| p.name == "gateway")
+            .filter(|p| p.name == name)
             .nth(i)
             .map(|p| p.child.id())
-            .expect("that gateway exists")
+            .expect("that service exists")
     }
 
     /// Waits for gateway `i` to exit by itself; its exit status.
     async fn gateway_exit(&mut self, i: usize) -> anyhow::Result<std::process::ExitStatus> {
+        self.exit_of("gateway", i).await
+    }
+
+    /// Waits for the `i`th process of service `name` to exit by itself; its exit status.
+    async fn exit_of(&mut self, name: &str, i: usize) -> anyhow::Result<std::process::ExitStatus> {
         let proc = self
             .procs
             .iter_mut()
-            .filter(|p| p.name == "gateway")
+            .filter(|p| p.name == name)
             .nth(i)
-            .context("that gateway exists")?;
+            .context("that service exists")?;
         let deadline = Instant::now() + WAIT;
         loop {
             if let Some(status) = proc.child.try_wait()? {
                 return Ok(status);
             }
-            anyhow::ensure!(Instant::now() < deadline, "the gateway never exited");
+            anyhow::ensure!(Instant::now() < deadline, "the {name} never exited");
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
     }
@@ -184,9 +204,10 @@ impl Platform {
         if let Ok(client) = async_nats::connect(frontier_testkit::nats_url()).await
             && let Ok(ns) = frontier_platform::Namespace::new(&self.namespace)
         {
-            let _ = async_nats::jetstream::new(client)
-                .delete_stream(ns.finished_games_stream())
-                .await;
+            let js = async_nats::jetstream::new(client);
+            for stream in [ns.finished_games_stream(), ns.bot_jobs_stream()] {
+                let _ = js.delete_stream(stream).await;
+            }
         }
     }
 }
@@ -345,6 +366,7 @@ async fn every_service_answers_metrics_health_and_readiness() -> anyhow::Result<
             ],
         ),
         ("clock", &["frontier_clock_deadlines_tracked"]),
+        ("bot-worker", &["frontier_bot_jobs_backlog"]),
     ];
     for (service, names) in expected {
         let (_, admin) = p
@@ -480,6 +502,87 @@ async fn sigterm_closes_a_gateways_sockets_with_1001_and_its_clients_resume_else
     }
     // The stopped gateway drained and exited cleanly, within its drain deadline.
     assert!(p.gateway_exit(0).await?.success());
+    p.stop().await;
+    Ok(())
+}
+
+/// `frontier dev` as a newcomer runs it: no Redis, NATS or Postgres settings at all (the
+/// environment's `FRONTIER_*` variables removed), one printed address serving the API and
+/// the WebSocket, a game played there, SIGTERM ends it cleanly.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn frontier_dev_runs_everything_from_one_command_with_nothing_installed() -> anyhow::Result<()>
+{
+    use std::io::BufRead as _;
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_frontier"));
+    for (key, _) in std::env::vars().filter(|(k, _)| k.starts_with("FRONTIER_")) {
+        cmd.env_remove(key);
+    }
+    let child = cmd
+        .args(["dev", "--memory", "--listen", "127.0.0.1:0"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()?;
+    let mut proc = Proc { child, name: "dev" };
+    let stdout = proc.child.stdout.take().context("stdout")?;
+    let line = tokio::task::spawn_blocking(move || {
+        let mut line = String::new();
+        std::io::BufReader::new(stdout)
+            .read_line(&mut line)
+            .map(|_| line)
+    });
+    let line = tokio::time::timeout(WAIT, line).await???;
+    let addr: SocketAddr = line
+        .trim()
+        .strip_prefix("Frontier is running at http://")
+        .and_then(|rest| rest.strip_suffix('/'))
+        .context("the printed address")?
+        .parse()?;
+    let (wt, wid) = guest(addr).await?;
+    let (bt, bid) = guest(addr).await?;
+    let mut white = Player::connect(addr, &wt, &wid).await?;
+    let mut black = Player::connect(addr, &bt, &bid).await?;
+    white
+        .send(json!({"type": "create_board", "id": "c", "variant": "atomic", "color": "white"}))
+        .await?;
+    let created = white.until(|v| v["type"] == "board_created").await?;
+    black
+        .send(json!({"type": "join_board", "id": "j", "code": created["code"]}))
+        .await?;
+    black.until(|v| v["type"] == "board_joined").await?;
+    let game = created["game_id"].as_str().context("game id")?;
+    white
+        .send(json!({"type": "move", "id": "m", "game_id": game, "uci": "e2e4"}))
+        .await?;
+    let e = black
+        .until(|v| v["type"] == "event" && v["event"]["uci"] == "e2e4")
+        .await?;
+    assert_eq!(e["event"]["turn"], "black");
+    let status = Command::new("kill")
+        .args(["-TERM", &proc.child.id().to_string()])
+        .status()?;
+    anyhow::ensure!(status.success(), "kill -TERM");
+    let deadline = Instant::now() + WAIT;
+    loop {
+        if let Some(status) = proc.child.try_wait()? {
+            assert!(status.success(), "frontier dev exits cleanly: {status}");
+            break;
+        }
+        anyhow::ensure!(Instant::now() < deadline, "frontier dev did not stop");
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigterm_stops_a_bot_worker_cleanly() -> anyhow::Result<()> {
+    let mut p = Platform::start(1).await?;
+    let status = Command::new("kill")
+        .args(["-TERM", &p.pid_of("bot-worker", 0).to_string()])
+        .status()?;
+    assert!(status.success());
+    // It stops pulling, has no job in hand, and exits with success before its drain
+    // deadline.
+    assert!(p.exit_of("bot-worker", 0).await?.success());
     p.stop().await;
     Ok(())
 }

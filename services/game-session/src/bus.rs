@@ -208,6 +208,7 @@ pub struct MemoryBus {
     ns: Namespace,
     events: LocalBus,
     finished: Arc<Mutex<Vec<(GameId, Bytes)>>>,
+    finished_sink: Option<tokio::sync::mpsc::UnboundedSender<Bytes>>,
     jobs: LocalJobQueue,
 }
 
@@ -224,6 +225,7 @@ impl MemoryBus {
             ns,
             events,
             finished: Arc::default(),
+            finished_sink: None,
             jobs: LocalJobQueue::new(),
         }
     }
@@ -237,6 +239,14 @@ impl MemoryBus {
     /// The bot-job queue (an in-process worker takes jobs from it).
     pub fn jobs(&self) -> LocalJobQueue {
         self.jobs.clone()
+    }
+
+    /// Hands each finished-game record to `sink` instead of keeping it: the single-process
+    /// mode's stream of finished games, read by the rating service in the same process
+    /// (which drops a repeat by its game id).
+    pub fn with_finished_sink(mut self, sink: tokio::sync::mpsc::UnboundedSender<Bytes>) -> Self {
+        self.finished_sink = Some(sink);
+        self
     }
 
     /// Receives every event published from now on.
@@ -282,6 +292,13 @@ impl EventBus for MemoryBus {
     }
 
     async fn publish_finished(&self, game: &GameId, record: Bytes) -> Result<(), BusError> {
+        if let Some(sink) = &self.finished_sink {
+            // Handed on, not kept (a long-running process would hoard every record); the
+            // reader drops repeats by game id, as the rating service does.
+            return sink
+                .send(record)
+                .map_err(|_| BusError("the finished-games reader is gone".into()));
+        }
         let mut finished = self.finished.lock().unwrap_or_else(|p| p.into_inner());
         if !finished.iter().any(|(g, _)| g == game) {
             finished.push((*game, record));

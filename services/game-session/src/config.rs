@@ -29,6 +29,17 @@ pub struct Config {
     /// again (bot jobs whose game moved on are dropped instead).
     #[arg(long, env = "FRONTIER_OUTBOX_INTERVAL", default_value = "5s", value_parser = parse_duration)]
     pub outbox_interval: Duration,
+    /// How games are played: limits and (test builds only) test settings.
+    #[command(flatten)]
+    pub play: PlayArgs,
+    /// Admin endpoints: `/metrics`, `/healthz`, `/readyz` (Redis and NATS reachable).
+    #[command(flatten)]
+    pub admin: frontier_platform::config::AdminArgs,
+}
+
+/// How games are played, whatever the adapters (also the single-process mode's flags).
+#[derive(Debug, Clone, clap::Args)]
+pub struct PlayArgs {
     /// How long a player of a game without clock must be disconnected before the opponent
     /// may claim the game.
     #[arg(long, env = "FRONTIER_ABSENCE_LIMIT", default_value = "5m", value_parser = parse_duration)]
@@ -40,9 +51,6 @@ pub struct Config {
     /// follows its game) it still counts as connected.
     #[arg(long, env = "FRONTIER_PRESENCE_TIMEOUT", default_value = "30s", value_parser = parse_duration)]
     pub presence_timeout: Duration,
-    /// Admin endpoints: `/metrics`, `/healthz`, `/readyz` (Redis and NATS reachable).
-    #[command(flatten)]
-    pub admin: frontier_platform::config::AdminArgs,
     /// Test-only settings: present only in builds with the `test-hooks` feature, which
     /// release builds and images never enable (without it these flags do not exist, and a
     /// `FRONTIER_TEST_…` hook variable stops the service at start).

@@ -44,19 +44,11 @@ pub struct Service<S = RedisStore, B = NatsBus> {
     pub outbox_interval: std::time::Duration,
 }
 
-/// Builds the service from configuration: connects to Redis and NATS.
-pub async fn build(config: &Config) -> anyhow::Result<Service> {
-    frontier_platform::config::refuse_unbuilt_test_hooks(
-        cfg!(feature = "test-hooks"),
-        config::TEST_HOOK_VARIABLES,
-    )?;
-    let ns = Namespace::new(&config.namespace.namespace).map_err(anyhow::Error::msg)?;
-    let store = RedisStore::connect(&config.redis.redis_url, ns.clone())
-        .await
-        .context("connecting to Redis")?;
-    let bus = NatsBus::connect(&config.nats.nats_url, ns)
-        .await
-        .context("connecting to NATS")?;
+/// The layouts and settings `config` asks for (test hooks included, where built): shared by
+/// [`build`] and the single-process mode, which runs game-session on other adapters.
+pub fn rules_of_play(
+    config: &config::PlayArgs,
+) -> anyhow::Result<(Arc<dyn LayoutSource>, Settings)> {
     let layouts: Arc<dyn LayoutSource> = match config.test.fixed_layout() {
         Some(layout) => {
             tracing::warn!("TEST ONLY: every hidden game uses a fixed layout");
@@ -66,7 +58,6 @@ pub async fn build(config: &Config) -> anyhow::Result<Service> {
         }
         None => Arc::new(RandomLayouts),
     };
-    let clock: Arc<dyn Clock> = Arc::new(SystemClock);
     let minute = config
         .test
         .clock_minute()
@@ -82,17 +73,37 @@ pub async fn build(config: &Config) -> anyhow::Result<Service> {
     if !test_start_fens.is_empty() {
         tracing::warn!("TEST ONLY: new boards start from a fixed position");
     }
-    let settings = Settings {
-        clocks: game::ClockSettings {
-            ms_per_minute: minute.as_millis() as u64,
-            first_move_limit_ms: config.first_move_limit.as_millis() as u64,
+    Ok((
+        layouts,
+        Settings {
+            clocks: game::ClockSettings {
+                ms_per_minute: minute.as_millis() as u64,
+                first_move_limit_ms: config.first_move_limit.as_millis() as u64,
+            },
+            absence_limit: config.absence_limit,
+            presence_timeout: config.presence_timeout,
+            #[cfg(feature = "test-hooks")]
+            test_start_fens,
+            ..Settings::default()
         },
-        absence_limit: config.absence_limit,
-        presence_timeout: config.presence_timeout,
-        #[cfg(feature = "test-hooks")]
-        test_start_fens,
-        ..Settings::default()
-    };
+    ))
+}
+
+/// Builds the service from configuration: connects to Redis and NATS.
+pub async fn build(config: &Config) -> anyhow::Result<Service> {
+    frontier_platform::config::refuse_unbuilt_test_hooks(
+        cfg!(feature = "test-hooks"),
+        config::TEST_HOOK_VARIABLES,
+    )?;
+    let ns = Namespace::new(&config.namespace.namespace).map_err(anyhow::Error::msg)?;
+    let store = RedisStore::connect(&config.redis.redis_url, ns.clone())
+        .await
+        .context("connecting to Redis")?;
+    let bus = NatsBus::connect(&config.nats.nats_url, ns)
+        .await
+        .context("connecting to NATS")?;
+    let (layouts, settings) = rules_of_play(&config.play)?;
+    let clock: Arc<dyn Clock> = Arc::new(SystemClock);
     let core = Arc::new(GameService::new(store, bus, clock, layouts, settings));
     Ok(Service {
         core,
@@ -109,15 +120,20 @@ impl<S: GameStore, B: EventBus> Service<S, B> {
         }
     }
 
-    /// Serves on `listener` until `shutdown`; also runs the outbox sweeper. gRPC calls in
-    /// flight when the signal comes are finished first.
-    pub async fn serve(self, listener: TcpListener, shutdown: Shutdown) -> anyhow::Result<()> {
+    /// Serves on `listener` (TCP, or in-process pipes: `frontier_platform::inproc`) until
+    /// `shutdown`; also runs the outbox sweeper. gRPC calls in flight when the signal comes
+    /// are finished first.
+    pub async fn serve(
+        self,
+        listener: impl Into<frontier_platform::inproc::Listener>,
+        shutdown: Shutdown,
+    ) -> anyhow::Result<()> {
         serve(listener, self.core, self.outbox_interval, shutdown).await
     }
 }
 
 async fn serve<S: GameStore, B: EventBus>(
-    listener: TcpListener,
+    listener: impl Into<frontier_platform::inproc::Listener>,
     service: Arc<GameService<S, B>>,
     outbox_interval: std::time::Duration,
     shutdown: Shutdown,
@@ -142,7 +158,7 @@ async fn serve<S: GameStore, B: EventBus>(
             }
         })
     };
-    let incoming = tokio_stream_listener(listener);
+    let incoming = listener.into().incoming();
     let result = tonic::transport::Server::builder()
         .layer(frontier_platform::admin::GrpcMetricsLayer {
             service: "game-session",
@@ -154,18 +170,6 @@ async fn serve<S: GameStore, B: EventBus>(
     shutdown.trigger();
     let _ = sweeper.await;
     result.context("gRPC server")
-}
-
-fn tokio_stream_listener(
-    listener: TcpListener,
-) -> impl futures_util::Stream<Item = std::io::Result<tokio::net::TcpStream>> {
-    futures_util::stream::unfold(listener, |listener| async move {
-        let accepted = listener.accept().await.map(|(stream, _)| {
-            let _ = stream.set_nodelay(true);
-            stream
-        });
-        Some((accepted, listener))
-    })
 }
 
 /// Runs game-session from configuration until `shutdown`.

@@ -148,7 +148,7 @@ impl From<HashError> for AccountError {
 }
 
 /// Checks a registration and hashes its password: the new account and its hash.
-async fn prepare_registration(
+pub(crate) async fn prepare_registration(
     hasher: &HashPool,
     username: &str,
     password: &str,
@@ -171,6 +171,27 @@ pub fn guest_name() -> String {
     let mut bytes = [0u8; 4];
     let _ = getrandom::fill(&mut bytes);
     format!("Guest{:05}", u32::from_le_bytes(bytes) % 100_000)
+}
+
+/// The end of a login: the stored registered player found by username (id, name, password
+/// hash), if any, checked against `password` on the hashing pool.
+pub(crate) async fn verify_login(
+    hasher: &HashPool,
+    row: Option<(uuid::Uuid, String, Option<String>)>,
+    password: &str,
+) -> Result<Account, AccountError> {
+    let Some((id, name, Some(hash))) = row else {
+        return Err(AccountError::BadCredentials);
+    };
+    if hasher.verify(password.to_owned(), hash).await? {
+        Ok(Account {
+            id: PlayerId(id),
+            name,
+            guest: false,
+        })
+    } else {
+        Err(AccountError::BadCredentials)
+    }
 }
 
 /// Account storage.
@@ -263,18 +284,7 @@ impl Accounts for PgAccounts {
         .bind(username.to_ascii_lowercase())
         .fetch_optional(&self.pool)
         .await?;
-        let Some((id, name, Some(hash))) = row else {
-            return Err(AccountError::BadCredentials);
-        };
-        if self.hasher.verify(password.to_owned(), hash).await? {
-            Ok(Account {
-                id: PlayerId(id),
-                name,
-                guest: false,
-            })
-        } else {
-            Err(AccountError::BadCredentials)
-        }
+        verify_login(&self.hasher, row, password).await
     }
 
     async fn find(&self, id: PlayerId) -> Result<Option<Account>, AccountError> {
@@ -351,11 +361,20 @@ pub async fn expire_guests(
     }
 }
 
-/// Accounts in memory (unit tests and the single-process mode).
+/// Accounts in memory (unit tests and `frontier dev --memory`): guests and registered
+/// players alike, for as long as the process lives.
 #[derive(Clone)]
 pub struct MemoryAccounts {
-    inner: Arc<Mutex<HashMap<String, (Account, String)>>>,
+    inner: Arc<Mutex<MemoryInner>>,
     hasher: HashPool,
+}
+
+#[derive(Default)]
+struct MemoryInner {
+    /// Every account by id.
+    by_id: HashMap<PlayerId, Account>,
+    /// Registered players: lower-cased username → (id, password hash).
+    registered: HashMap<String, (PlayerId, String)>,
 }
 
 impl MemoryAccounts {
@@ -366,6 +385,11 @@ impl MemoryAccounts {
             hasher,
         }
     }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, MemoryInner> {
+        // Every change is one insertion per map, made together: a poisoned lock is whole.
+        self.inner.lock().unwrap_or_else(|p| p.into_inner())
+    }
 }
 
 impl Accounts for MemoryAccounts {
@@ -374,50 +398,43 @@ impl Accounts for MemoryAccounts {
     }
 
     async fn create_guest(&self) -> Result<Account, AccountError> {
-        Ok(Account {
+        let account = Account {
             id: PlayerId::new(),
             name: guest_name(),
             guest: true,
-        })
+        };
+        self.lock().by_id.insert(account.id, account.clone());
+        Ok(account)
     }
 
     async fn register(&self, username: &str, password: &str) -> Result<Account, AccountError> {
         let (account, hash) = prepare_registration(&self.hasher, username, password).await?;
-        let mut map = self.inner.lock().unwrap_or_else(|p| p.into_inner());
+        let mut inner = self.lock();
         let key = username.to_ascii_lowercase();
-        if map.contains_key(&key) {
+        if inner.registered.contains_key(&key) {
             return Err(AccountError::UsernameTaken);
         }
-        map.insert(key, (account.clone(), hash));
+        inner.registered.insert(key, (account.id, hash));
+        inner.by_id.insert(account.id, account.clone());
         Ok(account)
     }
 
     async fn login(&self, username: &str, password: &str) -> Result<Account, AccountError> {
-        let entry = self
-            .inner
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .get(&username.to_ascii_lowercase())
-            .cloned();
-        let Some((account, hash)) = entry else {
-            return Err(AccountError::BadCredentials);
+        let row = {
+            let inner = self.lock();
+            inner
+                .registered
+                .get(&username.to_ascii_lowercase())
+                .and_then(|(id, hash)| {
+                    let account = inner.by_id.get(id)?;
+                    Some((id.0, account.name.clone(), Some(hash.clone())))
+                })
         };
-        if self.hasher.verify(password.to_owned(), hash).await? {
-            Ok(account)
-        } else {
-            Err(AccountError::BadCredentials)
-        }
+        verify_login(&self.hasher, row, password).await
     }
 
-    /// Registered players only: guests are not kept in memory.
     async fn find(&self, id: PlayerId) -> Result<Option<Account>, AccountError> {
-        Ok(self
-            .inner
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .values()
-            .find(|(account, _)| account.id == id)
-            .map(|(account, _)| account.clone()))
+        Ok(self.lock().by_id.get(&id).cloned())
     }
 }
 

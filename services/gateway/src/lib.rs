@@ -10,6 +10,7 @@ pub mod hub;
 pub mod limits;
 pub mod records;
 pub mod sessions;
+pub mod sqlite;
 pub mod ws;
 
 use std::net::SocketAddr;

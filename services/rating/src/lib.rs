@@ -20,6 +20,7 @@ pub mod model;
 pub mod pg;
 pub mod pgn;
 pub mod queries;
+pub mod sqlite;
 pub mod store;
 
 use std::net::SocketAddr;
@@ -350,19 +351,79 @@ async fn handle<S: RatingStore>(
     }
 }
 
+/// Records finished games handed over in process (the single-process mode: game-session's
+/// in-memory bus feeds `games`), the same way [`consume`] records them from JetStream: an
+/// undecodable or invalid record is set aside (logged, counted), a storage failure is
+/// retried with a doubling delay up to `settings.max_deliver` attempts, then set aside.
+/// Ends with `shutdown` or when every sender is gone.
+pub async fn consume_local<S: RatingStore>(
+    store: S,
+    mut games: tokio::sync::mpsc::UnboundedReceiver<bytes::Bytes>,
+    settings: ConsumerSettings,
+    stats: Arc<ConsumerStats>,
+    shutdown: Shutdown,
+) {
+    loop {
+        let record = tokio::select! {
+            _ = shutdown.wait() => return,
+            r = games.recv() => match r {
+                Some(r) => r,
+                None => return,
+            },
+        };
+        let game = match games::FinishedGame::decode(record.as_ref()) {
+            Ok(g) => g,
+            Err(e) => {
+                tracing::error!(error = %e, "setting aside an undecodable finished game");
+                reject(&stats, "undecodable");
+                continue;
+            }
+        };
+        let mut attempt: i64 = 1;
+        loop {
+            match store.record_game(&game).await {
+                Ok(recorded) => {
+                    let bump = if recorded == Recorded::Duplicate {
+                        &stats.duplicates
+                    } else {
+                        &stats.recorded
+                    };
+                    ConsumerStats::bump(bump);
+                    tracing::info!(game = %game.game_id, ?recorded, "finished game recorded");
+                    break;
+                }
+                Err(RecordError::Invalid(why)) => {
+                    tracing::error!(game = %game.game_id, %why, "setting aside a finished game that can never be recorded");
+                    reject(&stats, "invalid");
+                    break;
+                }
+                Err(RecordError::Storage(e)) if attempt < settings.max_deliver => {
+                    let delay = settings.retry_delay(attempt);
+                    tracing::warn!(game = %game.game_id, attempt, ?delay, error = %e, "recording a finished game failed; retrying");
+                    ConsumerStats::bump(&stats.retries);
+                    attempt += 1;
+                    tokio::select! {
+                        _ = shutdown.wait() => return,
+                        _ = tokio::time::sleep(delay) => {}
+                    }
+                }
+                Err(RecordError::Storage(e)) => {
+                    tracing::error!(game = %game.game_id, error = %e, "setting aside a finished game after repeated storage failures");
+                    ConsumerStats::bump(&stats.set_aside);
+                    break;
+                }
+            }
+        }
+    }
+}
+
 /// Serves the read API (`grpc::RatingsService`) on `listener` until `shutdown`.
 pub async fn serve_api<S: RatingStore>(
-    listener: TcpListener,
+    listener: impl Into<frontier_platform::inproc::Listener>,
     service: grpc::RatingsService<S>,
     shutdown: Shutdown,
 ) -> anyhow::Result<()> {
-    let incoming = futures_util::stream::unfold(listener, |listener| async move {
-        let accepted = listener.accept().await.map(|(stream, _)| {
-            let _ = stream.set_nodelay(true);
-            stream
-        });
-        Some((accepted, listener))
-    });
+    let incoming = listener.into().incoming();
     tonic::transport::Server::builder()
         .layer(frontier_platform::admin::GrpcMetricsLayer { service: "rating" })
         .trace_fn(frontier_platform::trace::grpc_server_span)

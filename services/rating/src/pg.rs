@@ -45,13 +45,17 @@ impl PgStore {
 
 impl From<sqlx::Error> for RecordError {
     fn from(e: sqlx::Error) -> Self {
-        // SQLSTATE classes 22 (data exception) and 23 (integrity constraint violation)
-        // depend on the record alone: the same record fails the same way every time.
-        if let sqlx::Error::Database(db) = &e
-            && let Some(code) = db.code()
-            && (code.starts_with("22") || code.starts_with("23"))
-        {
-            return RecordError::Invalid(db.message().to_owned());
+        // Constraint violations (Postgres SQLSTATE class 23, SQLite's constraint codes) and
+        // data exceptions (Postgres class 22) depend on the record alone: the same record
+        // fails the same way every time.
+        if let sqlx::Error::Database(db) = &e {
+            let constraint = !matches!(db.kind(), sqlx::error::ErrorKind::Other);
+            let sqlstate = db
+                .code()
+                .is_some_and(|c| c.len() == 5 && (c.starts_with("22") || c.starts_with("23")));
+            if constraint || sqlstate {
+                return RecordError::Invalid(db.message().to_owned());
+            }
         }
         RecordError::Storage(e.to_string())
     }
@@ -68,12 +72,12 @@ impl From<sqlx::Error> for StoreError {
     }
 }
 
-fn variant_of(name: &str) -> Result<Variant, StoreError> {
+pub(crate) fn variant_of(name: &str) -> Result<Variant, StoreError> {
     frontier_platform::convert::variant_from_name(name)
         .ok_or_else(|| StoreError::Corrupt(format!("variant {name:?}")))
 }
 
-fn moves_json(game: &games::FinishedGame) -> Value {
+pub(crate) fn moves_json(game: &games::FinishedGame) -> Value {
     Value::Array(
         game.moves
             .iter()
@@ -91,7 +95,7 @@ fn moves_json(game: &games::FinishedGame) -> Value {
     )
 }
 
-fn move_from_json(m: &Value) -> Result<games::MoveRecord, StoreError> {
+pub(crate) fn move_from_json(m: &Value) -> Result<games::MoveRecord, StoreError> {
     let text = |k: &str| m[k].as_str().unwrap_or_default().to_owned();
     Ok(games::MoveRecord {
         ply: m["ply"]
@@ -418,19 +422,12 @@ impl RatingStore for PgStore {
         let player = |side: &str| -> Result<games::Player, StoreError> {
             let id = row.try_get::<Uuid, _>(&*format!("{side}_id"))?;
             let bot: bool = row.try_get(&*format!("{side}_bot"))?;
-            // A bot's level follows from its fixed id (not a column of its own).
-            let level = frontier_platform::PlayerId(id)
-                .bot_level()
-                .filter(|_| bot)
-                .map_or(games::BotLevel::Unspecified, |l| {
-                    frontier_platform::convert::bot_level_to_proto(l)
-                });
             Ok(games::Player {
                 id: id.to_string(),
                 name: row.try_get(&*format!("{side}_name"))?,
                 guest: row.try_get(&*format!("{side}_guest"))?,
                 bot,
-                bot_level: level as i32,
+                bot_level: crate::store::stored_bot_level(id, bot),
             })
         };
         let variant = variant_of(&row.try_get::<String, _>("variant")?)?;
@@ -462,7 +459,7 @@ impl RatingStore for PgStore {
 
 /// A rating row's columns (rating, rd, volatility, rated_games, last_rated_at) as a
 /// [`Standing`].
-fn standing(
+pub(crate) fn standing(
     rating: f64,
     rd: f64,
     volatility: f64,

@@ -148,6 +148,17 @@ impl TryFrom<&FinishedGame> for CheckedGame {
     }
 }
 
+/// The protobuf bot level of a stored player: a bot's level follows from its fixed id (the
+/// stores keep the bot flag, not a column for the level).
+pub(crate) fn stored_bot_level(id: Uuid, bot: bool) -> i32 {
+    frontier_platform::PlayerId(id)
+        .bot_level()
+        .filter(|_| bot)
+        .map_or(frontier_proto::games::v1::BotLevel::Unspecified, |l| {
+            frontier_platform::convert::bot_level_to_proto(l)
+        }) as i32
+}
+
 /// Checks a game before a store files it.
 pub(crate) fn check(game: &FinishedGame) -> Result<CheckedGame, RecordError> {
     CheckedGame::try_from(game)

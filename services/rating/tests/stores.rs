@@ -408,6 +408,57 @@ async fn the_postgres_store_passes_every_scenario() {
     every_scenario(PgStore::new(pool)).await;
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_sqlite_store_passes_every_scenario() {
+    let pool = frontier_platform::sqlite::in_memory()
+        .await
+        .expect("SQLite");
+    let store = frontier_rating::sqlite::SqliteStore::open(pool)
+        .await
+        .expect("migrate");
+    every_scenario(store).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_sqlite_store_keeps_everything_in_its_file_across_reopening() {
+    let path = std::env::temp_dir().join(format!("frontier-rating-{}.db", Uuid::new_v4()));
+    let store = frontier_rating::sqlite::SqliteStore::open(
+        frontier_platform::sqlite::open(&path).await.expect("open"),
+    )
+    .await
+    .expect("migrate");
+    let (white, black) = (Uuid::now_v7(), Uuid::now_v7());
+    let game = finished(white, black, "black", NOW);
+    store.record_game(&game).await.expect("recorded");
+    let standings = |s: frontier_rating::sqlite::SqliteStore, who: Uuid| async move {
+        s.standings(who).await.expect("standings")
+    };
+    let before = (
+        standings(store.clone(), white).await,
+        standings(store.clone(), black).await,
+    );
+    drop(store);
+    // Opened again: migrations already applied, the same rows.
+    let again = frontier_rating::sqlite::SqliteStore::open(
+        frontier_platform::sqlite::open(&path)
+            .await
+            .expect("reopen"),
+    )
+    .await
+    .expect("migrations are idempotent");
+    let after = (
+        standings(again.clone(), white).await,
+        standings(again.clone(), black).await,
+    );
+    assert_eq!(before, after);
+    assert_eq!(before.0.len(), 1, "rated: {before:?}");
+    assert_eq!(
+        again.record_game(&game).await.expect("seen"),
+        Recorded::Duplicate
+    );
+    let _ = std::fs::remove_file(&path);
+}
+
 #[tokio::test]
 async fn the_read_api_answers_and_refuses_with_typed_codes() {
     let store = MemoryStore::new();

@@ -191,6 +191,31 @@ impl Platform {
         Ok(platform)
     }
 
+    /// Starts a clock service for this platform's game-sessions (flag falls, first-move
+    /// limits), as in production.
+    #[allow(dead_code)] // Not every test file needs a clock.
+    pub async fn start_clock(&mut self) -> anyhow::Result<()> {
+        let urls: Vec<String> = self
+            .sessions
+            .iter()
+            .map(|s| format!("http://{s}"))
+            .collect();
+        let config = frontier_clock::Config::try_parse_from([
+            "clock".to_owned(),
+            "--redis-url".into(),
+            frontier_testkit::redis_url(),
+            "--namespace".into(),
+            self.namespace.clone(),
+            "--game-session-urls".into(),
+            urls.join(","),
+        ])?;
+        let service = frontier_clock::build(&config).await?;
+        let shutdown = Shutdown::new();
+        self.shutdowns.push(shutdown.clone());
+        self.tasks.push(tokio::spawn(service.serve(shutdown)));
+        Ok(())
+    }
+
     /// A gateway's base URL.
     pub fn http(&self, gateway: usize) -> String {
         format!("http://{}", self.gateways[gateway])

@@ -1,0 +1,486 @@
+#!/usr/bin/env python3
+"""Offline checks of the deployment (no cluster, no Helm binary).
+
+    deploy.py k8s     renders the chart into k8s/ (base + overlays), what `make k8s` runs
+    deploy.py check   what `make deploy-check` runs: lint and render the chart with the
+                      default values and the production-like ones, validate every object
+                      against the Kubernetes API schemas (and the ScaledObject against
+                      KEDA's model), assert what matters, check k8s/ is what the chart
+                      renders, and check that bad values are refused by values.schema.json.
+
+Helm's library comes from the `helm-python-sdk` wheel (libhelm_c, no helm binary); the
+Kubernetes schemas from `kubernetes-validate`; KEDA's CRD model from
+`cloudcoil-models-keda` (deploy/check/requirements.txt; `make deploy-check` installs them).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import functools
+import io
+import json
+import re
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+
+import yaml
+
+ROOT = Path(__file__).resolve().parents[2]
+CHART = ROOT / "deploy" / "helm" / "frontier"
+VALUES = ROOT / "deploy" / "values"
+BAD_VALUES = ROOT / "deploy" / "check" / "bad-values"
+K8S = ROOT / "k8s"
+NAMES_RS = ROOT / "libs" / "platform" / "src" / "names.rs"
+
+RELEASE = "frontier"
+K8S_NAMESPACE = "frontier"
+# The chart's kubeVersion floor, and the newest schemas kubernetes-validate ships.
+KUBE_VERSIONS = ["1.30.0"]
+SERVICES = ["gateway", "game-session", "clock", "rating", "bot-worker", "matchmaking"]
+DATA_SERVICES = ["redis", "nats", "postgres"]
+
+
+# ---------------------------------------------------------------------------------------
+# Rendering
+
+
+def load_values(*names: str, extra: dict | None = None) -> dict:
+    """The values files under deploy/values merged in order, then `extra`."""
+    merged: dict = {}
+    for name in names:
+        with open(VALUES / name) as f:
+            deep_merge(merged, yaml.safe_load(f) or {})
+    if extra:
+        deep_merge(merged, copy.deepcopy(extra))
+    return merged
+
+
+def deep_merge(into: dict, other: dict) -> dict:
+    for key, value in other.items():
+        if isinstance(value, dict) and isinstance(into.get(key), dict):
+            deep_merge(into[key], value)
+        else:
+            into[key] = value
+    return into
+
+
+def render(values: dict, namespace: str = K8S_NAMESPACE) -> list[dict]:
+    """Every object the chart renders with these values (schema-checked by Helm)."""
+    import helm_python as helm
+
+    with helm.Chart.load(str(CHART)) as chart:
+        manifests = chart.render(values, name=RELEASE, namespace=namespace, is_install=True)
+    objects = []
+    for path in sorted(manifests):
+        for doc in yaml.load_all(manifests[path], Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)):
+            if doc:
+                objects.append(doc)
+    return objects
+
+
+def key(obj: dict) -> tuple[str, str]:
+    return (obj["kind"], obj["metadata"]["name"])
+
+
+# ---------------------------------------------------------------------------------------
+# k8s/: base (objects both overlays share) + overlays/dev + overlays/prod
+
+
+def k8s_tree() -> dict[str, str]:
+    """The k8s/ tree the chart renders: relative path -> file text."""
+    dev = {key(o): o for o in render(load_values("k8s-common.yaml", "k8s-dev.yaml"))}
+    prod = {key(o): o for o in render(load_values("k8s-common.yaml", "k8s-prod.yaml"))}
+    shared = sorted(k for k in dev if k in prod and dev[k] == prod[k])
+    files: dict[str, str] = {}
+    header = "# Rendered from deploy/helm/frontier by `make k8s`: do not edit (make deploy-check fails).\n"
+
+    def object_file(folder: str, obj: dict) -> str:
+        name = f"{obj['kind'].lower()}-{obj['metadata']['name']}.yaml"
+        files[f"{folder}/{name}"] = header + yaml.safe_dump(obj, sort_keys=True)
+        return name
+
+    def kustomization(folder: str, resources: list[str], comment: str) -> None:
+        body = {
+            "apiVersion": "kustomize.config.k8s.io/v1beta1",
+            "kind": "Kustomization",
+            "namespace": K8S_NAMESPACE,
+            "resources": resources,
+        }
+        files[f"{folder}/kustomization.yaml"] = header + comment + yaml.safe_dump(body, sort_keys=False)
+
+    kustomization(
+        "base",
+        [object_file("base", dev[k]) for k in shared],
+        "# The objects every overlay shares (the services). Apply an overlay, not this.\n",
+    )
+    for name, objects, comment in [
+        ("dev", dev, "# A trial cluster: single-node Redis, NATS and Postgres in the namespace.\n"),
+        ("prod", prod, "# External Redis, NATS and Postgres; create the Secret `frontier` first.\n"),
+    ]:
+        own = [object_file(f"overlays/{name}", objects[k]) for k in sorted(objects) if k not in shared]
+        kustomization(f"overlays/{name}", ["../../base"] + own, comment)
+    return files
+
+
+def write_k8s() -> None:
+    files = k8s_tree()
+    if K8S.exists():
+        shutil.rmtree(K8S)
+    for rel, text in files.items():
+        path = K8S / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    print(f"k8s: wrote {len(files)} files under {K8S.relative_to(ROOT)}/")
+
+
+# ---------------------------------------------------------------------------------------
+# Checks
+
+
+class Checks:
+    def __init__(self) -> None:
+        self.passed = 0
+        self.failures: list[str] = []
+
+    def check(self, ok: bool, what: str) -> bool:
+        if ok:
+            self.passed += 1
+        else:
+            self.failures.append(what)
+            print(f"  FAIL {what}", file=sys.stderr)
+        return ok
+
+
+def platform_names() -> tuple[str, str]:
+    """From libs/platform/src/names.rs: the bot-workers consumer and the stream's suffix."""
+    text = NAMES_RS.read_text()
+    consumer = re.search(r'pub const BOT_WORKERS_CONSUMER: &str = "([^"]+)";', text)
+    stream = re.search(r'fn bot_jobs_stream\(&self\) -> String \{\s*format!\(\s*"\{\}(_[A-Z_]+)"', text)
+    if not consumer or not stream:
+        sys.exit("deploy-check: cannot find BOT_WORKERS_CONSUMER or bot_jobs_stream in names.rs")
+    return consumer.group(1), stream.group(1)
+
+
+def stream_for(namespace: str, suffix: str) -> str:
+    """Namespace::bot_jobs_stream: the prefix upper-cased, `-` as `_`, then the suffix."""
+    return namespace.upper().replace("-", "_") + suffix
+
+
+def seconds(duration: str) -> float:
+    m = re.fullmatch(r"(\d+)(ms|s|m|h)?", duration)
+    if not m:
+        raise ValueError(duration)
+    n, unit = int(m.group(1)), m.group(2) or "s"
+    return n * {"ms": 0.001, "s": 1, "m": 60, "h": 3600}[unit]
+
+
+_validated: set[str] = set()
+
+
+def validate_schemas(c: Checks, label: str, objects: list[dict]) -> None:
+    import kubernetes_validate
+    import kubernetes_validate.utils as kv_utils
+    from cloudcoil.models.keda.v1alpha1 import ScaledObject
+
+    # kubernetes-validate reads its (large) schema files anew for every object: read once.
+    if not hasattr(kv_utils.schema_contents, "cache_info"):
+        kv_utils.schema_contents = functools.lru_cache(maxsize=None)(kv_utils.schema_contents)
+    for obj in objects:
+        what = f"{label}: {obj['kind']}/{obj['metadata']['name']}"
+        seen = json.dumps(obj, sort_keys=True)
+        if seen in _validated:  # the same object in another variant
+            continue
+        _validated.add(seen)
+        if obj["kind"] == "ScaledObject":
+            try:
+                model = ScaledObject.model_validate(obj)
+                # The model ignores unknown fields: a misspelt one must not pass unseen.
+                back = model.model_dump(by_alias=True, exclude_unset=True, mode="json")
+                c.check(back == obj, f"{what}: fields KEDA's model does not know: {diff(obj, back)}")
+            except Exception as e:  # pydantic's ValidationError
+                c.check(False, f"{what}: KEDA model: {e}")
+            continue
+        if obj["kind"] == "ServiceMonitor":
+            # No schema package at hand for the Prometheus operator: its required shape.
+            spec = obj.get("spec", {})
+            c.check(obj["apiVersion"] == "monitoring.coreos.com/v1"
+                    and spec.get("selector", {}).get("matchLabels")
+                    and all(e.get("port") for e in spec.get("endpoints", [])),
+                    f"{what}: selector and endpoint ports")
+            continue
+        for version in KUBE_VERSIONS + [kubernetes_validate.latest_version()]:
+            try:
+                kubernetes_validate.validate(obj, version, strict=True)
+                c.check(True, what)
+            except Exception as e:
+                c.check(False, f"{what} against Kubernetes {version}: {getattr(e, 'message', e)}")
+
+
+def diff(a, b, path="") -> str:
+    if isinstance(a, dict) and isinstance(b, dict):
+        for k in a:
+            if k not in b:
+                return f"{path}.{k}"
+            d = diff(a[k], b[k], f"{path}.{k}")
+            if d:
+                return d
+    elif isinstance(a, list) and isinstance(b, list) and len(a) == len(b):
+        for i, (x, y) in enumerate(zip(a, b)):
+            d = diff(x, y, f"{path}[{i}]")
+            if d:
+                return d
+    elif a != b:
+        return f"{path}: {a!r} != {b!r}"
+    return ""
+
+
+def pod_specs(objects: list[dict]):
+    for obj in objects:
+        if obj["kind"] in ("Deployment", "StatefulSet"):
+            yield obj, obj["spec"]["template"]["spec"]
+
+
+def assert_invariants(c: Checks, label: str, values: dict, objects: list[dict]) -> None:
+    import helm_python as helm
+
+    with helm.Chart.load(str(CHART)) as chart:
+        merged = chart.merge_values(values)
+    by_key = {key(o): o for o in objects}
+    component = lambda o: o["metadata"].get("labels", {}).get("app.kubernetes.io/component")
+    config = next(o for o in objects if o["kind"] == "ConfigMap")["data"]
+    drain = seconds(config["FRONTIER_DRAIN_TIMEOUT"])
+
+    # Every container: non-root, read-only root, no privilege escalation, probes, limits.
+    for obj, spec in pod_specs(objects):
+        name = f"{label}: {obj['kind']}/{obj['metadata']['name']}"
+        pod_sc = spec.get("securityContext", {})
+        c.check(spec.get("automountServiceAccountToken") is False, f"{name}: no service-account token")
+        for ctr in spec.get("initContainers", []) + spec["containers"]:
+            cname = f"{name} container {ctr['name']}"
+            sc = ctr.get("securityContext", {})
+            non_root = sc.get("runAsNonRoot", pod_sc.get("runAsNonRoot")) is True
+            uid = sc.get("runAsUser", pod_sc.get("runAsUser"))
+            c.check(non_root and uid not in (None, 0), f"{cname}: runs as a non-root user")
+            c.check(sc.get("readOnlyRootFilesystem") is True, f"{cname}: read-only root filesystem")
+            c.check(sc.get("allowPrivilegeEscalation") is False, f"{cname}: no privilege escalation")
+            c.check(sc.get("capabilities", {}).get("drop") == ["ALL"], f"{cname}: drops every capability")
+            c.check("livenessProbe" in ctr and "readinessProbe" in ctr, f"{cname}: liveness and readiness probes")
+            res = ctr.get("resources", {})
+            c.check(all(res.get(k, {}).get(r) for k in ("requests", "limits") for r in ("cpu", "memory")),
+                    f"{cname}: cpu and memory requests and limits")
+        if component(obj) in SERVICES:
+            ctr = spec["containers"][0]
+            c.check(ctr["args"] == [component(obj)], f"{name}: runs `frontier {component(obj)}`")
+            probe = lambda p: ctr.get(p, {}).get("httpGet", {}).get("path")
+            c.check(probe("readinessProbe") == "/readyz" and probe("livenessProbe") == "/healthz",
+                    f"{name}: probes /readyz and /healthz")
+            pre = ctr.get("lifecycle", {}).get("preStop", {}).get("sleep", {}).get("seconds", 0)
+            c.check(pre > 0, f"{name}: a preStop sleep before the drain")
+            c.check(spec["terminationGracePeriodSeconds"] >= pre + drain + 5,
+                    f"{name}: terminationGracePeriodSeconds {spec['terminationGracePeriodSeconds']} covers "
+                    f"preStop {pre}s + drain {drain}s + 5s")
+            live = ctr.get("livenessProbe", {})
+            c.check(live.get("periodSeconds", 10) * live.get("failureThreshold", 3) > drain,
+                    f"{name}: liveness cannot fail the pod during the drain ({drain}s)")
+            env = {e["name"] for e in ctr.get("env", [])}
+            c.check(("FRONTIER_JWT_SECRET" in env) == (component(obj) == "gateway"),
+                    f"{name}: the JWT secret goes to the gateway alone")
+            c.check(("FRONTIER_DATABASE_URL" in env) == (component(obj) in ("gateway", "rating")),
+                    f"{name}: the database URL goes to the gateway and rating alone")
+
+    # Which services exist, each with a PodDisruptionBudget.
+    expected = ["gateway", "game-session", "clock", "rating"]
+    expected += ["bot-worker"] if merged["botWorker"]["enabled"] else []
+    expected += ["matchmaking"] if merged["matchmaking"]["enabled"] else []
+    deployments = sorted(component(o) for o in objects if o["kind"] == "Deployment")
+    c.check(deployments == sorted(expected), f"{label}: Deployments {deployments} are {sorted(expected)}")
+    pdbs = {component(o) for o in objects if o["kind"] == "PodDisruptionBudget"}
+    c.check(set(expected) <= pdbs, f"{label}: a PodDisruptionBudget for every service")
+
+    # HPAs on CPU for gateway, game-session, matchmaking (as configured).
+    hpas = {o["spec"]["scaleTargetRef"]["name"]: o for o in objects if o["kind"] == "HorizontalPodAutoscaler"}
+    for comp, vals in [("gateway", "gateway"), ("game-session", "gameSession"), ("matchmaking", "matchmaking")]:
+        if comp in expected and merged[vals]["autoscaling"]["enabled"]:
+            hpa = hpas.get(f"{RELEASE}-{comp}")
+            c.check(hpa is not None and hpa["spec"]["metrics"][0]["resource"]["name"] == "cpu",
+                    f"{label}: a CPU HPA for {comp}")
+            dep = by_key[("Deployment", f"{RELEASE}-{comp}")]
+            c.check("replicas" not in dep["spec"], f"{label}: {comp}'s replica count is left to its HPA")
+
+    # Bot-workers: a KEDA ScaledObject on the real stream and consumer, or an HPA without KEDA.
+    if merged["botWorker"]["enabled"]:
+        scaled = [o for o in objects if o["kind"] == "ScaledObject"]
+        if merged["keda"]["enabled"]:
+            consumer, suffix = platform_names()
+            stream = stream_for(config["FRONTIER_NAMESPACE"], suffix)
+            ok = c.check(len(scaled) == 1, f"{label}: one ScaledObject")
+            if ok:
+                so = scaled[0]["spec"]
+                trig = so["triggers"]
+                c.check(so["scaleTargetRef"]["name"] == f"{RELEASE}-bot-worker", f"{label}: the ScaledObject scales bot-worker")
+                c.check(len(trig) == 1 and trig[0]["type"] == "nats-jetstream", f"{label}: a nats-jetstream trigger")
+                meta = trig[0]["metadata"]
+                c.check(meta["stream"] == stream, f"{label}: ScaledObject stream {meta['stream']!r} is {stream!r} "
+                        f"(FRONTIER_NAMESPACE {config['FRONTIER_NAMESPACE']!r}, names.rs)")
+                c.check(meta["consumer"] == consumer, f"{label}: ScaledObject consumer {meta['consumer']!r} is "
+                        f"{consumer!r} (names.rs BOT_WORKERS_CONSUMER)")
+                c.check(re.fullmatch(r"[^/:\s]+:\d+", meta["natsServerMonitoringEndpoint"]) is not None,
+                        f"{label}: the NATS monitoring endpoint is host:port")
+                s = merged["botWorker"]["scaling"]
+                c.check((so["minReplicaCount"], so["maxReplicaCount"], meta["lagThreshold"], meta["activationLagThreshold"])
+                        == (s["minReplicas"], s["maxReplicas"], str(s["lagThreshold"]), str(s["activationLagThreshold"])),
+                        f"{label}: replicas and thresholds from values")
+                dep = by_key[("Deployment", f"{RELEASE}-bot-worker")]
+                c.check("replicas" not in dep["spec"], f"{label}: bot-worker's replica count is left to KEDA")
+                c.check(f"{RELEASE}-bot-worker" not in hpas, f"{label}: no second autoscaler on bot-worker")
+        else:
+            c.check(not scaled and f"{RELEASE}-bot-worker" in hpas, f"{label}: without KEDA an HPA scales bot-worker")
+
+    # Only the gateway is exposed; NetworkPolicies restrict everything else.
+    for o in objects:
+        if o["kind"] == "Service" and component(o) != "gateway":
+            c.check(o["spec"].get("type", "ClusterIP") == "ClusterIP", f"{label}: Service {o['metadata']['name']} is internal")
+    if merged["networkPolicy"]["enabled"]:
+        policies = {o["metadata"]["name"]: o for o in objects if o["kind"] == "NetworkPolicy"}
+        deny = policies.get(f"{RELEASE}-default-deny")
+        c.check(deny is not None and deny["spec"]["podSelector"]["matchLabels"].get("app.kubernetes.io/instance") == RELEASE
+                and "ingress" not in deny["spec"], f"{label}: a default-deny ingress policy over the release")
+        bot = ["bot-worker"] if merged["botWorker"]["enabled"] else []
+        mm = ["matchmaking"] if merged["matchmaking"]["enabled"] else []
+        callers = {"game-session": ["gateway", "clock"] + bot + mm, "rating": ["gateway"]}
+        if mm:
+            callers["matchmaking"] = ["gateway"]
+        if merged["dev"]["enabled"]:
+            callers |= {"redis": ["gateway", "game-session", "clock"] + mm,
+                        "nats": ["gateway", "game-session", "rating"] + bot + mm,
+                        "postgres": ["gateway", "rating"]}
+        for target, who in callers.items():
+            p = policies.get(f"{RELEASE}-{target}")
+            if not c.check(p is not None, f"{label}: a NetworkPolicy for {target}"):
+                continue
+            rules = p["spec"]["ingress"]
+            allowed = sorted(v for r in rules for peer in r.get("from", [])
+                             for e in peer.get("podSelector", {}).get("matchExpressions", []) for v in e["values"])
+            c.check(allowed == sorted(who) and all(r.get("from") for r in rules),
+                    f"{label}: {target} reachable only from {sorted(who)} (policy allows {allowed})")
+        gw = policies.get(f"{RELEASE}-gateway")
+        c.check(gw is not None and [p["port"] for r in gw["spec"]["ingress"] for p in r["ports"]] == [merged["gateway"]["port"]],
+                f"{label}: the gateway policy opens its port alone")
+
+
+def check_the_checks(c: Checks) -> None:
+    """Each assertion above must be able to fail: break one thing in a rendering, and the
+    invariants must say so."""
+
+    def first(objects, kind, name):
+        return next(o for o in objects if o["kind"] == kind and o["metadata"]["name"] == name)
+
+    def gateway(objects):
+        return first(objects, "Deployment", f"{RELEASE}-gateway")["spec"]["template"]["spec"]
+
+    def trigger(objects):
+        return first(objects, "ScaledObject", f"{RELEASE}-bot-worker")["spec"]["triggers"][0]["metadata"]
+
+    breaks = {
+        "a consumer name KEDA would not find": lambda o: trigger(o).update(consumer="bot-worker"),
+        "the stream of another namespace": lambda o: trigger(o).update(stream="OTHER_BOT_JOBS"),
+        "a container without limits": lambda o: gateway(o)["containers"][0]["resources"].pop("limits"),
+        "a container as root": lambda o: gateway(o)["securityContext"].update(runAsUser=0),
+        "a writable root filesystem": lambda o: gateway(o)["containers"][0]["securityContext"].update(readOnlyRootFilesystem=False),
+        "no readiness probe": lambda o: gateway(o)["containers"][0].pop("readinessProbe"),
+        "a liveness probe that fails during the drain": lambda o: gateway(o)["containers"][0]["livenessProbe"].update(failureThreshold=1),
+        "a grace period shorter than the drain": lambda o: gateway(o).update(terminationGracePeriodSeconds=10),
+        "game-session open to rating": lambda o: first(o, "NetworkPolicy", f"{RELEASE}-game-session")["spec"]["ingress"][0]
+            ["from"][0]["podSelector"]["matchExpressions"][0]["values"].append("rating"),
+        "no default-deny policy": lambda o: o.remove(first(o, "NetworkPolicy", f"{RELEASE}-default-deny")),
+        "the JWT secret given to rating": lambda o: first(o, "Deployment", f"{RELEASE}-rating")["spec"]["template"]["spec"]
+            ["containers"][0]["env"].append({"name": "FRONTIER_JWT_SECRET", "value": "x"}),
+    }
+    for what, breaking in breaks.items():
+        objects = render({})
+        breaking(objects)
+        scratch = Checks()
+        with contextlib.redirect_stderr(io.StringIO()):
+            assert_invariants(scratch, "broken", {}, objects)
+        c.check(bool(scratch.failures), f"the invariants catch {what}")
+
+
+def check_bad_values(c: Checks) -> None:
+    import helm_python as helm
+
+    files = sorted(BAD_VALUES.glob("*.yaml"))
+    c.check(len(files) > 0, "bad values files exist")
+    for path in files:
+        text = path.read_text()
+        expect = re.search(r"^# expect: (.+)$", text, re.M)
+        try:
+            render(yaml.safe_load(text))
+            c.check(False, f"bad values {path.name}: accepted, should be refused")
+        except helm.HelmError as e:
+            c.check(expect is not None and expect.group(1) in str(e),
+                    f"bad values {path.name}: refused for {expect.group(1) if expect else '?'} (said: {str(e).strip()[:200]})")
+
+
+def check_k8s_fresh(c: Checks) -> None:
+    want = k8s_tree()
+    have = {str(p.relative_to(K8S)): p.read_text() for p in K8S.rglob("*") if p.is_file()} if K8S.exists() else {}
+    stale = sorted(set(want) ^ set(have)) + sorted(k for k in want if k in have and want[k] != have[k])
+    c.check(not stale, f"k8s/ is what the chart renders (run `make k8s`); differs: {stale[:5]}")
+    # Each overlay is exactly one rendering of the chart: base + its own files.
+    for overlay, files in [("dev", ("k8s-common.yaml", "k8s-dev.yaml")), ("prod", ("k8s-common.yaml", "k8s-prod.yaml"))]:
+        rendered = sorted(map(key, render(load_values(*files))))
+        listed = []
+        for folder in ("base", f"overlays/{overlay}"):
+            kust = yaml.safe_load(want[f"{folder}/kustomization.yaml"])
+            for res in kust["resources"]:
+                if not res.startswith(".."):
+                    listed.append(key(yaml.safe_load(want[f"{folder}/{res}"])))
+        c.check(sorted(listed) == rendered, f"k8s/overlays/{overlay} holds exactly the chart's objects")
+
+
+def check() -> int:
+    import helm_python as helm
+
+    c = Checks()
+    variants = [
+        ("default values", {}),
+        ("production.yaml", load_values("production.yaml")),
+        ("production.yaml + matchmaking, no KEDA", load_values("production.yaml", extra={
+            "matchmaking": {"enabled": True}, "keda": {"enabled": False}})),
+        ("production.yaml, platform namespace chess-eu-1", load_values("production.yaml", extra={
+            "platform": {"namespace": "chess-eu-1"}})),
+        ("dev mode", load_values("k8s-common.yaml", "k8s-dev.yaml")),
+        ("k8s prod", load_values("k8s-common.yaml", "k8s-prod.yaml")),
+    ]
+    for label, values in variants:
+        print(f"deploy-check: {label}")
+        report = helm.lint(str(CHART), values, strict=True, namespace=K8S_NAMESPACE, kube_version="v" + KUBE_VERSIONS[0])
+        errors = [m for m in report["messages"] if m["severity"] >= 2 and "icon is recommended" not in m["error"]]
+        c.check(not errors and not report["errors"], f"{label}: helm lint --strict: {errors or report['errors']}")
+        objects = render(values)
+        validate_schemas(c, label, objects)
+        assert_invariants(c, label, values, objects)
+    print("deploy-check: the checks catch what they are for")
+    check_the_checks(c)
+    print("deploy-check: values the schema must refuse")
+    check_bad_values(c)
+    print("deploy-check: k8s/ up to date")
+    check_k8s_fresh(c)
+    if c.failures:
+        print(f"deploy-check: {len(c.failures)} of {c.passed + len(c.failures)} checks FAILED", file=sys.stderr)
+        return 1
+    print(f"deploy-check: all {c.passed} checks passed")
+    return 0
+
+
+if __name__ == "__main__":
+    command = sys.argv[1] if len(sys.argv) > 1 else "check"
+    if command == "k8s":
+        write_k8s()
+    elif command == "check":
+        sys.exit(check())
+    else:
+        sys.exit(__doc__)

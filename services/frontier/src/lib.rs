@@ -1,0 +1,4 @@
+//! The one Frontier binary's library part: [`dev`], every service in one process (the
+//! `frontier dev` subcommand; tests start it in-process).
+
+pub mod dev;

@@ -1,0 +1,94 @@
+//! The accounts stores — Postgres (production), SQLite (`frontier dev`) and memory — pass
+//! the same scenarios.
+
+use frontier_gateway::accounts::{AccountError, Accounts, MemoryAccounts, PgAccounts};
+use frontier_gateway::hashing::HashPool;
+use frontier_gateway::sqlite::SqliteAccounts;
+
+fn hasher() -> HashPool {
+    HashPool::new(2, 16).expect("hashing threads")
+}
+
+async fn every_scenario<A: Accounts>(accounts: A) {
+    // Registration, then login with any case of the name.
+    let alice = accounts
+        .register("Alice", "a long passphrase")
+        .await
+        .expect("registered");
+    assert!(!alice.guest);
+    let again = accounts
+        .login("alice", "a long passphrase")
+        .await
+        .expect("logged in");
+    assert_eq!((again.id, again.name.as_str()), (alice.id, "Alice"));
+    // A taken name, whatever its case.
+    assert!(matches!(
+        accounts.register("ALICE", "another long one").await,
+        Err(AccountError::UsernameTaken)
+    ));
+    // Wrong password, unknown name, oversized input: one answer.
+    for (name, password) in [
+        ("alice", "not the passphrase"),
+        ("nobody", "a long passphrase"),
+        ("alice", &"x".repeat(200)[..]),
+    ] {
+        assert!(
+            matches!(
+                accounts.login(name, password).await,
+                Err(AccountError::BadCredentials)
+            ),
+            "{name}"
+        );
+    }
+    // Weak passwords and bad names are refused before storage.
+    assert!(matches!(
+        accounts.register("bob", "short").await,
+        Err(AccountError::WeakPassword(_))
+    ));
+    assert!(matches!(
+        accounts.register("guest42", "a long passphrase").await,
+        Err(AccountError::BadUsername(_))
+    ));
+    // Guests: no password, cannot log in, found by id.
+    let guest = accounts.create_guest().await.expect("guest");
+    assert!(guest.guest);
+    assert!(matches!(
+        accounts.login(&guest.name, "a long passphrase").await,
+        Err(AccountError::BadCredentials)
+    ));
+    let found = accounts.find(guest.id).await.expect("find");
+    assert_eq!(found.map(|a| (a.name, a.guest)), Some((guest.name, true)));
+    let found = accounts.find(alice.id).await.expect("find");
+    assert_eq!(found.map(|a| a.guest), Some(false));
+    assert_eq!(
+        accounts
+            .find(frontier_platform::PlayerId::new())
+            .await
+            .expect("find"),
+        None
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn memory_accounts_pass_every_scenario() {
+    every_scenario(MemoryAccounts::new(hasher())).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sqlite_accounts_pass_every_scenario() {
+    let pool = frontier_platform::sqlite::in_memory()
+        .await
+        .expect("SQLite");
+    every_scenario(SqliteAccounts::open(pool, hasher()).await.expect("migrate")).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_accounts_pass_every_scenario() {
+    let url = frontier_testkit::fresh_database().await.expect("Postgres");
+    let pool = sqlx::PgPool::connect(&url).await.expect("connect");
+    frontier_gateway::accounts::MIGRATOR
+        .run(&pool)
+        .await
+        .expect("migrate");
+    every_scenario(PgAccounts::new(pool, hasher())).await;
+}
