@@ -23,6 +23,8 @@ pub struct LocalJob {
     pub id: String,
     /// The job (JSON `frontier_protocol::BotJob`).
     pub payload: Bytes,
+    /// Which delivery of the job this is, from 1 ([`LocalJobQueue::requeue`] counts up).
+    pub delivered: i64,
 }
 
 #[derive(Debug, Default)]
@@ -65,10 +67,19 @@ impl LocalJobQueue {
                 subject,
                 id,
                 payload,
+                delivered: 1,
             });
         }
         self.ready.notify_one();
         true
+    }
+
+    /// Puts a taken job back at the end of the queue, as its next delivery (a worker could
+    /// not finish it now: the stream's `nak`). Not subject to the repeat check.
+    pub fn requeue(&self, mut job: LocalJob) {
+        job.delivered += 1;
+        self.lock().queue.push_back(job);
+        self.ready.notify_one();
     }
 
     /// Takes the oldest job, if any.
@@ -132,5 +143,16 @@ mod tests {
         q.push("s".into(), "g:2".into(), Bytes::new());
         let job = taker.await.expect("joined");
         assert_eq!(job.id, "g:2");
+    }
+
+    #[test]
+    fn a_requeued_job_comes_again_as_its_next_delivery() {
+        let q = LocalJobQueue::new();
+        q.push("s".into(), "g:4".into(), Bytes::from_static(b"j"));
+        let job = q.try_next().expect("the job");
+        assert_eq!(job.delivered, 1);
+        q.requeue(job);
+        let again = q.try_next().expect("back");
+        assert_eq!((again.id.as_str(), again.delivered), ("g:4", 2));
     }
 }

@@ -8,6 +8,7 @@
 use std::time::Duration;
 
 use async_nats::jetstream::{self, AckKind, consumer::PullConsumer, consumer::pull};
+use frontier_platform::local_jobs::{LocalJob, LocalJobQueue};
 use frontier_platform::names::BOT_WORKERS_CONSUMER;
 use frontier_platform::{Namespace, Shutdown};
 use futures_util::{FutureExt as _, StreamExt as _};
@@ -188,5 +189,86 @@ impl Delivery for jetstream::Message {
         self.ack_with(AckKind::Progress)
             .await
             .map_err(|e| SourceError(format!("in progress: {e}")))
+    }
+}
+
+/// The single-process mode's source (`frontier dev`): jobs from game-session's in-memory
+/// bus ([`LocalJobQueue`]). A job is gone once taken; acknowledging or terminating it
+/// changes nothing more, and a `nak` puts it back after its delay as its next delivery,
+/// so a transient failure is retried here as on the stream.
+#[derive(Debug, Clone)]
+pub struct LocalSource {
+    queue: LocalJobQueue,
+}
+
+impl LocalSource {
+    /// Takes jobs from `queue`.
+    pub fn new(queue: LocalJobQueue) -> LocalSource {
+        LocalSource { queue }
+    }
+}
+
+/// A job taken from a [`LocalSource`].
+#[derive(Debug)]
+pub struct LocalDelivery {
+    job: LocalJob,
+    queue: LocalJobQueue,
+}
+
+impl JobSource for LocalSource {
+    type Delivery = LocalDelivery;
+    type Probe = LocalJobQueue;
+
+    async fn next(&mut self, stop: &Shutdown) -> Option<Result<LocalDelivery, SourceError>> {
+        tokio::select! {
+            _ = stop.wait() => None,
+            job = self.queue.next() => Some(Ok(LocalDelivery { job, queue: self.queue.clone() })),
+        }
+    }
+
+    fn probe(&self) -> LocalJobQueue {
+        self.queue.clone()
+    }
+}
+
+impl BacklogProbe for LocalJobQueue {
+    /// Jobs waiting (a job being thought about has left the queue).
+    async fn backlog(&mut self) -> Result<u64, SourceError> {
+        Ok(self.len() as u64)
+    }
+}
+
+impl Delivery for LocalDelivery {
+    fn payload(&self) -> &[u8] {
+        self.job.payload.as_ref()
+    }
+
+    fn sequence(&self) -> u64 {
+        0
+    }
+
+    fn delivered(&self) -> i64 {
+        self.job.delivered
+    }
+
+    async fn ack(&self) -> Result<(), SourceError> {
+        Ok(())
+    }
+
+    async fn term(&self) -> Result<(), SourceError> {
+        Ok(())
+    }
+
+    async fn nak(&self, delay: Duration) -> Result<(), SourceError> {
+        let (queue, job) = (self.queue.clone(), self.job.clone());
+        tokio::spawn(async move {
+            tokio::time::sleep(delay).await;
+            queue.requeue(job);
+        });
+        Ok(())
+    }
+
+    async fn in_progress(&self) -> Result<(), SourceError> {
+        Ok(())
     }
 }
