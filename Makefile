@@ -2,7 +2,8 @@
 #
 #   make test    the test command: format check, clippy, every test of the workspace
 #   make perft   deep perft suites in release mode (10^7–10^8 nodes a position)
-#   make bench   perft speed benchmarks (divan); figures go in docs/benchmarks.md
+#   make bench   perft and engine speed benchmarks (divan); figures go in docs/benchmarks.md
+#   make ladder  engine level matches (self-play, SPRT, Stockfish); results in docs/benchmarks.md
 #   make fuzz    60 s of cargo-fuzz on every parser of untrusted input
 #   make run     every service built so far, on fixed loopback ports
 
@@ -11,7 +12,7 @@ FUZZ_SECONDS ?= 60
 DATA := libs/rules/tests/data
 PERFT := $(CARGO) run --quiet --release -p frontier-rules --bin perft --
 
-.PHONY: all build test lint fmt perft bench fuzz run clean
+.PHONY: all build test lint fmt perft bench ladder fuzz run clean
 
 all: build
 
@@ -44,6 +45,16 @@ perft:
 
 bench:
 	$(CARGO) bench -p frontier-rules --bench perft
+	$(CARGO) bench -p frontier-engine --bench search
+
+# Self-play matches between the engine's levels in each variant, and Hard against
+# Stockfish at its lowest UCI_Elo; not part of `make test` (it takes a while). Pass
+# LADDER_ARGS (see `ladder --help`), e.g. LADDER_ARGS="--jobs 2 --variant atomic".
+LADDER_ARGS ?=
+ladder:
+	@command -v stockfish >/dev/null || test -x /usr/games/stockfish || echo "stockfish missing: apt-get install -y stockfish (the hard-stockfish pairing needs it)"
+	$(CARGO) run --release -p frontier-engine --bin ladder -- --pairing all $(LADDER_ARGS)
+	PATH="$$PATH:/usr/games" $(CARGO) run --release -p frontier-engine --bin ladder -- --variant standard --pairing hard-stockfish --games 40 $(LADDER_ARGS)
 
 # cargo-fuzz needs nightly-only compiler flags; RUSTC_BOOTSTRAP lets the stable compiler
 # accept them. cargo-fuzz itself comes from crates.io.

@@ -147,7 +147,7 @@ mod tests {
                     let t = time_allocation(level, Some(&clock));
                     assert!(t <= fair_share(&clock));
                     assert!(t <= level.profile().time_cap);
-                    assert!(t.as_millis() as u64 * 3 <= remaining_ms.max(0) + 2);
+                    assert!(t.as_millis() as u64 * 3 <= remaining_ms + 2);
                 }
             }
         }

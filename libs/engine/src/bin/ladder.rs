@@ -307,7 +307,7 @@ fn play_game(
     // Game 2k and 2k+1 share the opening and the layout, with colours swapped.
     let mut rng =
         Rng(opts.seed ^ (index as u64 / 2).wrapping_mul(0x2545_f491_4f6c_dd1d) ^ variant as u64);
-    let hero_color = if index % 2 == 0 {
+    let hero_color = if index.is_multiple_of(2) {
         Color::White
     } else {
         Color::Black
