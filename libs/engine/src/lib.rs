@@ -4,6 +4,34 @@
 //! Input is one seat's view ([`SeatView`]) and nothing else: for hidden chess the public
 //! position, the identities revealed so far and the identities this seat captured — never
 //! the server's layout (RULES.md §2 "Hidden state"). No I/O, no async.
+//!
+//! # How it plays
+//!
+//! - **Search** (`search`): iterative-deepening principal variation search over
+//!   `frontier_rules::Position` (copy-make, nothing allocated per node), a transposition
+//!   table keyed by the Zobrist key, quiescence search, check extension, late move
+//!   reductions, and ordering by TT move, MVV-LVA (atomic: the explosion's gain), killers
+//!   and history.
+//! - **Evaluation** (`eval`): per variant — see that module.
+//! - **Hidden chess** (`hidden`): the engine samples layouts consistent with the view,
+//!   searches each with an equal share of the budget, and plays the move with the best
+//!   aggregate (mean over samples, pulled a quarter of the way towards the worst sample).
+//!   Its own hidden pieces are as unknown to it as the opponent's.
+//!
+//! # Levels
+//!
+//! | level  | node budget | time cap | imprecision                                 |
+//! |--------|-------------|----------|---------------------------------------------|
+//! | Easy   | 3 000       | 0.15 s   | seeded softmax, T = 60 cp, over moves ≤ 150 cp from the best |
+//! | Medium | 40 000      | 0.8 s    | seeded softmax, T = 12 cp, over moves ≤ 30 cp from the best  |
+//! | Hard   | 400 000     | 2.5 s    | none                                        |
+//!
+//! Hidden chess samples 2, 4 and 6 layouts at the three levels. The node budget is the
+//! primary limit (same request and seed, same decision, on any machine); the time cap only
+//! guards a busy machine. With a clock, a decision never takes more than
+//! [`fair_share`]: remaining/30 + increment/2, at most a third of the remaining time.
+//! [`Request::limits`] replaces the level's budget (tests and the ladder use node budgets).
+//! A forced mate is always played, at every level.
 
 mod eval;
 mod hidden;
