@@ -293,7 +293,7 @@ impl Drop for Stockfish {
 /// The result of one game for the hero: 1, ½ or 0, and think times by level.
 struct GameResult {
     hero_score: f64,
-    think: Vec<(Level, Duration)>,
+    think: Vec<(Level, ThinkTime)>,
     plies: usize,
 }
 
@@ -433,13 +433,29 @@ fn seat_view(game: &Game, seat: Color, seen: &Seen) -> Result<SeatView, String> 
     }
 }
 
+/// CPU time this thread has run, from Linux's `/proc/thread-self/schedstat` (first field,
+/// nanoseconds): think time on one core, whatever else the machine is doing.
+fn thread_cpu_time() -> Option<Duration> {
+    let stat = std::fs::read_to_string("/proc/thread-self/schedstat").ok()?;
+    let ns = stat.split_whitespace().next()?.parse().ok()?;
+    Some(Duration::from_nanos(ns))
+}
+
+/// Think times of one level: wall clock and CPU time of the thinking thread.
+#[derive(Debug, Clone, Copy)]
+struct ThinkTime {
+    wall: Duration,
+    cpu: Option<Duration>,
+}
+
 fn think_with(
     view: &SeatView,
     level: Level,
     seed: u64,
-    times: &mut Vec<(Level, Duration)>,
+    times: &mut Vec<(Level, ThinkTime)>,
 ) -> Result<frontier_engine::Thought, String> {
     let start = Instant::now();
+    let cpu_start = thread_cpu_time();
     let thought = think(&Request {
         view,
         level,
@@ -451,7 +467,11 @@ fn think_with(
         }),
     })
     .map_err(|e| e.to_string())?;
-    times.push((level, start.elapsed()));
+    let wall = start.elapsed();
+    let cpu = thread_cpu_time()
+        .zip(cpu_start)
+        .map(|(end, begin)| end.saturating_sub(begin));
+    times.push((level, ThinkTime { wall, cpu }));
     Ok(thought)
 }
 
@@ -558,7 +578,7 @@ fn run_match(variant: Variant, name: &str, p: Pairing, opts: &Options) -> Result
     }
     drop(tx);
     let mut tally = Tally::default();
-    let mut times: Vec<(Level, Duration)> = Vec::new();
+    let mut times: Vec<(Level, ThinkTime)> = Vec::new();
     let mut plies = 0;
     let mut verdict = "undecided";
     for r in rx {
@@ -604,24 +624,26 @@ fn run_match(variant: Variant, name: &str, p: Pairing, opts: &Options) -> Result
         started.elapsed().as_secs_f64(),
     );
     for level in Level::ALL {
-        let mut t: Vec<Duration> = times
-            .iter()
-            .filter(|(l, _)| *l == level)
-            .map(|(_, d)| *d)
-            .collect();
-        if t.is_empty() {
+        let mine = || times.iter().filter(|(l, _)| *l == level).map(|(_, t)| *t);
+        let mut wall: Vec<Duration> = mine().map(|t| t.wall).collect();
+        let mut cpu: Vec<Duration> = mine().filter_map(|t| t.cpu).collect();
+        if wall.is_empty() {
             continue;
         }
-        t.sort();
+        wall.sort();
+        cpu.sort();
         eprintln!(
-            "think-time {} {} {}: n={} p50={:.3}s p95={:.3}s max={:.3}s",
+            "think-time {} {} {}: n={} cpu p50={:.3}s p95={:.3}s max={:.3}s | wall p50={:.3}s p95={:.3}s max={:.3}s",
             variant.name(),
             name,
             level.name(),
-            t.len(),
-            percentile(&t, 0.5).as_secs_f64(),
-            percentile(&t, 0.95).as_secs_f64(),
-            percentile(&t, 1.0).as_secs_f64(),
+            wall.len(),
+            percentile(&cpu, 0.5).as_secs_f64(),
+            percentile(&cpu, 0.95).as_secs_f64(),
+            percentile(&cpu, 1.0).as_secs_f64(),
+            percentile(&wall, 0.5).as_secs_f64(),
+            percentile(&wall, 0.95).as_secs_f64(),
+            percentile(&wall, 1.0).as_secs_f64(),
         );
     }
     Ok(())
