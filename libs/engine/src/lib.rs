@@ -300,6 +300,15 @@ pub fn think(request: &Request<'_>) -> Result<Thought, ThinkError> {
     if moves.is_empty() {
         return Err(ThinkError::NoLegalMove);
     }
+    if let [only] = moves.as_slice() {
+        // Nothing to choose: answer at once, leaving the clock alone.
+        return Ok(Thought {
+            decision: Decision::Move(with_advance_promotion(pos, *only)),
+            nodes: 0,
+            depth: 0,
+            score: 0,
+        });
+    }
     let profile = request.level.profile();
     let budget = budget_of(request, &profile);
     let mut rng = Rng::new(request.seed ^ pos.key().rotate_left(17));
