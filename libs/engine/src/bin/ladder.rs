@@ -586,6 +586,17 @@ fn run_match(variant: Variant, name: &str, p: Pairing, opts: &Options) -> Result
         tally.add(r.hero_score);
         times.extend(r.think);
         plies += r.plies;
+        if tally.n().is_multiple_of(10) {
+            eprintln!(
+                "progress {} {name}: {} games, +{} ={} -{}, {:.0} s",
+                variant.name(),
+                tally.n(),
+                tally.wins,
+                tally.draws,
+                tally.losses,
+                started.elapsed().as_secs_f64()
+            );
+        }
         if opts.sprt && tally.n() >= 10 && verdict == "undecided" {
             let llr = tally.llr(s0, s1);
             if llr >= bound {
