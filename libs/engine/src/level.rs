@@ -1,11 +1,11 @@
 //! Levels and time: what each level may spend, how it errs on purpose, and the share of
 //! its clock a bot may use.
 //!
-//! | level  | nodes   | time cap | imprecision                                   | hidden samples |
-//! |--------|---------|----------|-----------------------------------------------|----------------|
-//! | Easy   | 3 000   | 0.15 s   | softmax over moves within 150 cp, T = 60 cp   | 2              |
-//! | Medium | 40 000  | 0.8 s    | softmax over moves within 30 cp, T = 12 cp    | 4              |
-//! | Hard   | 400 000 | 2.5 s    | none: the best move                           | 6              |
+//! | level  | nodes                                   | time cap | imprecision: seeded softmax over the moves within a margin of the best | hidden samples |
+//! |--------|-----------------------------------------|----------|-------------------------------------------------------|----|
+//! | Easy   | 3 000 (atomic 1 000)                    | 0.15 s   | margin 150 cp, T = 60 cp (atomic: 200 cp, T = 80 cp)  | 2 |
+//! | Medium | 40 000 (hidden 12 000)                  | 0.8 s    | margin 30 cp, T = 12 cp (hidden: 50 cp, T = 20 cp)    | 3 |
+//! | Hard   | 400 000 (hidden 500 000)                | 2.5 s    | none: the best move                                   | 6 |
 //!
 //! The node budget is the primary limit, so a level plays the same move for the same
 //! request and seed on any machine; the time cap only protects a slow or busy machine.
@@ -16,7 +16,7 @@
 
 use std::time::Duration;
 
-use frontier_rules::Move;
+use frontier_rules::{Move, Variant};
 
 use crate::rng::Rng;
 use crate::search::MATE_BOUND;
@@ -40,9 +40,21 @@ pub(crate) struct Profile {
 }
 
 impl Level {
-    pub(crate) fn profile(self) -> Profile {
-        match self {
-            Level::Easy => Profile {
+    /// What this level spends in `variant`. The variants differ where the ladder showed they
+    /// must: atomic games turn on one blunder, so Easy there searches less and errs more;
+    /// hidden games carry luck (unknown identities), so Medium there is held further below
+    /// Hard.
+    pub(crate) fn profile(self, variant: Variant) -> Profile {
+        match (self, variant) {
+            (Level::Easy, Variant::Atomic) => Profile {
+                nodes: 1_000,
+                time_cap: Duration::from_millis(150),
+                margin: 200,
+                temperature: 80.0,
+                samples: 2,
+                tt_bits: 14,
+            },
+            (Level::Easy, _) => Profile {
                 nodes: 3_000,
                 time_cap: Duration::from_millis(150),
                 margin: 150,
@@ -50,7 +62,15 @@ impl Level {
                 samples: 2,
                 tt_bits: 14,
             },
-            Level::Medium => Profile {
+            (Level::Medium, Variant::Hidden) => Profile {
+                nodes: 12_000,
+                time_cap: Duration::from_millis(800),
+                margin: 50,
+                temperature: 20.0,
+                samples: 3,
+                tt_bits: 16,
+            },
+            (Level::Medium, _) => Profile {
                 nodes: 40_000,
                 time_cap: Duration::from_millis(800),
                 margin: 30,
@@ -58,7 +78,15 @@ impl Level {
                 samples: 4,
                 tt_bits: 16,
             },
-            Level::Hard => Profile {
+            (Level::Hard, Variant::Hidden) => Profile {
+                nodes: 500_000,
+                time_cap: Duration::from_millis(2_500),
+                margin: 0,
+                temperature: 0.0,
+                samples: 6,
+                tt_bits: 18,
+            },
+            (Level::Hard, _) => Profile {
                 nodes: 400_000,
                 time_cap: Duration::from_millis(2_500),
                 margin: 0,
@@ -69,9 +97,14 @@ impl Level {
         }
     }
 
-    /// The node budget of one decision at this level.
-    pub fn node_budget(self) -> u64 {
-        self.profile().nodes
+    /// The node budget of one decision at this level in `variant`.
+    pub fn node_budget(self, variant: Variant) -> u64 {
+        self.profile(variant).nodes
+    }
+
+    /// The wall-clock cap of one decision at this level (the same in every variant).
+    pub fn time_cap(self) -> Duration {
+        self.profile(Variant::Standard).time_cap
     }
 }
 
@@ -85,7 +118,7 @@ pub fn fair_share(clock: &ClockInfo) -> Duration {
 /// The wall-clock time a decision at `level` may take: the level's cap, and with a clock
 /// no more than [`fair_share`].
 pub fn time_allocation(level: Level, clock: Option<&ClockInfo>) -> Duration {
-    let cap = level.profile().time_cap;
+    let cap = level.time_cap();
     match clock {
         Some(clock) => cap.min(fair_share(clock)),
         None => cap,
@@ -146,7 +179,7 @@ mod tests {
                     };
                     let t = time_allocation(level, Some(&clock));
                     assert!(t <= fair_share(&clock));
-                    assert!(t <= level.profile().time_cap);
+                    assert!(t <= level.time_cap());
                     assert!(t.as_millis() as u64 * 3 <= remaining_ms + 2);
                 }
             }

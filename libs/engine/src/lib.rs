@@ -20,16 +20,18 @@
 //!
 //! # Levels
 //!
-//! | level  | node budget | time cap | imprecision                                 |
-//! |--------|-------------|----------|---------------------------------------------|
-//! | Easy   | 3 000       | 0.15 s   | seeded softmax, T = 60 cp, over moves ≤ 150 cp from the best |
-//! | Medium | 40 000      | 0.8 s    | seeded softmax, T = 12 cp, over moves ≤ 30 cp from the best  |
-//! | Hard   | 400 000     | 2.5 s    | none                                        |
+//! | level  | node budget                 | time cap | imprecision                                        |
+//! |--------|-----------------------------|----------|----------------------------------------------------|
+//! | Easy   | 3 000 (atomic 1 000)        | 0.15 s   | seeded softmax, T = 60 cp, over moves ≤ 150 cp from the best (atomic: T = 80, ≤ 200 cp) |
+//! | Medium | 40 000 (hidden 12 000)      | 0.8 s    | seeded softmax, T = 12 cp, over moves ≤ 30 cp from the best (hidden: T = 20, ≤ 50 cp)  |
+//! | Hard   | 400 000 (hidden 500 000)    | 2.5 s    | none                                               |
 //!
-//! Hidden chess samples 2, 4 and 6 layouts at the three levels. The node budget is the
-//! primary limit (same request and seed, same decision, on any machine); the time cap only
-//! guards a busy machine. With a clock, a decision never takes more than
-//! [`fair_share`]: remaining/30 + increment/2, at most a third of the remaining time.
+//! Hidden chess samples 2, 3 and 6 layouts at the three levels. The figures were tuned
+//! with the ladder (`make ladder`, docs/benchmarks.md) until each level met its target.
+//! The node budget is the primary limit (same request and seed, same decision, on any
+//! machine); the time cap only guards a busy machine. With a clock, a decision never takes
+//! more than [`fair_share`]: remaining/30 + increment/2, at most a third of the remaining
+//! time.
 //! [`Request::limits`] replaces the level's budget (tests and the ladder use node budgets).
 //! A forced mate is always played, at every level.
 
@@ -309,7 +311,7 @@ pub fn think(request: &Request<'_>) -> Result<Thought, ThinkError> {
             score: 0,
         });
     }
-    let profile = request.level.profile();
+    let profile = request.level.profile(pos.variant());
     let budget = budget_of(request, &profile);
     let mut rng = Rng::new(request.seed ^ pos.key().rotate_left(17));
     let evaluator = Evaluator::new(pos.variant(), &view.unaccounted);

@@ -462,7 +462,7 @@ fn think_with(
         clock: None,
         seed,
         limits: Some(Limits {
-            nodes: Some(level.node_budget()),
+            nodes: Some(level.node_budget(view.variant())),
             deadline: None,
         }),
     })
