@@ -33,6 +33,8 @@ OPTIONS:
   --no-sprt         play all games even when the SPRT has decided
   --stockfish PATH  the Stockfish binary                         [default: stockfish]
   --sf-movetime MS  Stockfish's time per move                    [default: 100]
+  --balanced CP     re-draw an opening a quick search (20 000 nodes) scores beyond CP
+                    centipawns for either side (standard and atomic; default: off)
   -h, --help        this text
 
 Engine levels play on their node budgets only (no time cap), so a run is reproducible
@@ -82,6 +84,7 @@ struct Options {
     sprt: bool,
     stockfish: String,
     sf_movetime: u64,
+    balanced: Option<i32>,
 }
 
 fn parse_args() -> Result<Options, String> {
@@ -101,6 +104,7 @@ fn parse_args() -> Result<Options, String> {
         sprt: true,
         stockfish: "stockfish".into(),
         sf_movetime: 100,
+        balanced: None,
     };
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
@@ -134,6 +138,7 @@ fn parse_args() -> Result<Options, String> {
             "--no-sprt" => o.sprt = false,
             "--stockfish" => o.stockfish = value("--stockfish")?,
             "--sf-movetime" => o.sf_movetime = num(value("--sf-movetime")?)?,
+            "--balanced" => o.balanced = Some(num(value("--balanced")?)? as i32),
             other => return Err(format!("unknown argument `{other}` (see --help)")),
         }
     }
@@ -320,7 +325,7 @@ fn play_game(
     let mut think_times = Vec::new();
     let mut ply = 0;
     // The opening: random plies (re-drawn while they end the game).
-    let opening: Vec<usize> = (0..opts.plies).map(|_| rng.below(1 << 20)).collect();
+    let opening = pick_opening(&game, &mut rng, opts)?;
     let mut move_rng = Rng(rng.next());
     loop {
         if let Some(outcome) = game.outcome() {
@@ -415,6 +420,63 @@ fn play_game(
             ply += 1;
         }
     }
+}
+
+/// Random opening plies (indices into the legal move lists), re-drawn while they end the
+/// game or — with `--balanced CP`, standard and atomic only — while a quick search scores
+/// the position beyond CP centipawns for either side (a random atomic opening is often
+/// already lost, and a lost opening is a coin flip for a colour-swapped pair).
+fn pick_opening(start: &Game, rng: &mut Rng, opts: &Options) -> Result<Vec<usize>, String> {
+    let mut last = Vec::new();
+    for _ in 0..50 {
+        let picks: Vec<usize> = (0..opts.plies).map(|_| rng.below(1 << 20)).collect();
+        let mut game = start.clone();
+        let mut ended = false;
+        for &pick in &picks {
+            if game.outcome().is_some() {
+                ended = true;
+                break;
+            }
+            if game.pending_promotion().is_some() {
+                game.choose_promotion(Role::Queen)
+                    .map_err(|e| e.to_string())?;
+            }
+            let moves = game.legal_moves();
+            if moves.is_empty() {
+                ended = true;
+                break;
+            }
+            game.play(&moves[pick % moves.len()])
+                .map_err(|e| e.to_string())?;
+        }
+        last = picks;
+        if ended || game.outcome().is_some() || game.pending_promotion().is_some() {
+            continue;
+        }
+        let Some(limit) = opts.balanced else {
+            return Ok(last);
+        };
+        if game.variant() == Variant::Hidden {
+            return Ok(last);
+        }
+        let pos = *game.position();
+        let view = SeatView::open(pos.turn(), pos, Vec::new());
+        let thought = think(&Request {
+            view: &view,
+            level: Level::Hard,
+            clock: None,
+            seed: 0,
+            limits: Some(Limits {
+                nodes: Some(20_000),
+                deadline: None,
+            }),
+        })
+        .map_err(|e| e.to_string())?;
+        if thought.score.abs() <= limit {
+            return Ok(last);
+        }
+    }
+    Ok(last)
 }
 
 fn seat_view(game: &Game, seat: Color, seen: &Seen) -> Result<SeatView, String> {
