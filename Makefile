@@ -48,13 +48,17 @@ bench:
 	$(CARGO) bench -p frontier-engine --bench search
 
 # Self-play matches between the engine's levels in each variant, and Hard against
-# Stockfish at its lowest UCI_Elo; not part of `make test` (it takes a while). Pass
-# LADDER_ARGS (see `ladder --help`), e.g. LADDER_ARGS="--jobs 2 --variant atomic".
+# Stockfish at its lowest UCI_Elo; not part of `make test` (it takes a while: about an hour
+# on 2 busy cores). Extra arguments in LADDER_ARGS (see `ladder --help`), e.g.
+# LADDER_ARGS="--jobs 2". Atomic openings are re-drawn when lost for one side (--balanced).
 LADDER_ARGS ?=
+LADDER := nice $(CARGO) run --quiet --release -p frontier-engine --bin ladder --
 ladder:
-	@command -v stockfish >/dev/null || test -x /usr/games/stockfish || echo "stockfish missing: apt-get install -y stockfish (the hard-stockfish pairing needs it)"
-	$(CARGO) run --release -p frontier-engine --bin ladder -- --pairing all $(LADDER_ARGS)
-	PATH="$$PATH:/usr/games" $(CARGO) run --release -p frontier-engine --bin ladder -- --variant standard --pairing hard-stockfish --games 40 $(LADDER_ARGS)
+	$(LADDER) --variant standard $(LADDER_ARGS)
+	$(LADDER) --variant hidden $(LADDER_ARGS)
+	$(LADDER) --variant atomic --balanced 150 $(LADDER_ARGS)
+	@command -v stockfish >/dev/null || test -x /usr/games/stockfish || echo "stockfish missing: apt-get install -y stockfish"
+	PATH="$$PATH:/usr/games" $(LADDER) --variant standard --pairing hard-stockfish --games 20 --no-sprt $(LADDER_ARGS)
 
 # cargo-fuzz needs nightly-only compiler flags; RUSTC_BOOTSTRAP lets the stable compiler
 # accept them. cargo-fuzz itself comes from crates.io.

@@ -54,6 +54,14 @@ impl Level {
                 samples: 2,
                 tt_bits: 14,
             },
+            (Level::Easy, Variant::Hidden) => Profile {
+                nodes: 1_500,
+                time_cap: Duration::from_millis(150),
+                margin: 200,
+                temperature: 80.0,
+                samples: 2,
+                tt_bits: 14,
+            },
             (Level::Easy, _) => Profile {
                 nodes: 3_000,
                 time_cap: Duration::from_millis(150),
@@ -63,10 +71,10 @@ impl Level {
                 tt_bits: 14,
             },
             (Level::Medium, Variant::Hidden) => Profile {
-                nodes: 12_000,
+                nodes: 6_000,
                 time_cap: Duration::from_millis(800),
-                margin: 50,
-                temperature: 20.0,
+                margin: 80,
+                temperature: 30.0,
                 samples: 3,
                 tt_bits: 16,
             },
