@@ -3,8 +3,8 @@
 //!
 //! | level  | nodes                                   | time cap | imprecision: seeded softmax over the moves within a margin of the best | hidden samples |
 //! |--------|-----------------------------------------|----------|-------------------------------------------------------|----|
-//! | Easy   | 3 000 (atomic 1 000)                    | 0.15 s   | margin 150 cp, T = 60 cp (atomic: 200 cp, T = 80 cp)  | 2 |
-//! | Medium | 40 000 (hidden 12 000)                  | 0.8 s    | margin 30 cp, T = 12 cp (hidden: 50 cp, T = 20 cp)    | 3 |
+//! | Easy   | 3 000 (atomic 1 000, hidden 1 500)                    | 0.15 s   | margin 150 cp, T = 60 cp (atomic, hidden: 200 cp, T = 80 cp)  | 2 |
+//! | Medium | 40 000 (hidden 6 000)                  | 0.8 s    | margin 30 cp, T = 12 cp (hidden: 80 cp, T = 30 cp)    | 3 |
 //! | Hard   | 400 000 (hidden 500 000)                | 2.5 s    | none: the best move                                   | 6 |
 //!
 //! The node budget is the primary limit, so a level plays the same move for the same
@@ -42,8 +42,8 @@ pub(crate) struct Profile {
 impl Level {
     /// What this level spends in `variant`. The variants differ where the ladder showed they
     /// must: atomic games turn on one blunder, so Easy there searches less and errs more;
-    /// hidden games carry luck (unknown identities), so Medium there is held further below
-    /// Hard.
+    /// hidden games carry luck (unknown identities), so Easy and Medium there are held
+    /// further below Hard.
     pub(crate) fn profile(self, variant: Variant) -> Profile {
         match (self, variant) {
             (Level::Easy, Variant::Atomic) => Profile {

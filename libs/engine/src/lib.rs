@@ -22,8 +22,8 @@
 //!
 //! | level  | node budget                 | time cap | imprecision                                        |
 //! |--------|-----------------------------|----------|----------------------------------------------------|
-//! | Easy   | 3 000 (atomic 1 000)        | 0.15 s   | seeded softmax, T = 60 cp, over moves ≤ 150 cp from the best (atomic: T = 80, ≤ 200 cp) |
-//! | Medium | 40 000 (hidden 12 000)      | 0.8 s    | seeded softmax, T = 12 cp, over moves ≤ 30 cp from the best (hidden: T = 20, ≤ 50 cp)  |
+//! | Easy   | 3 000 (atomic 1 000, hidden 1 500)        | 0.15 s   | seeded softmax, T = 60 cp, over moves ≤ 150 cp from the best (atomic, hidden: T = 80, ≤ 200 cp) |
+//! | Medium | 40 000 (hidden 6 000)      | 0.8 s    | seeded softmax, T = 12 cp, over moves ≤ 30 cp from the best (hidden: T = 30, ≤ 80 cp)  |
 //! | Hard   | 400 000 (hidden 500 000)    | 2.5 s    | none                                               |
 //!
 //! Hidden chess samples 2, 3 and 6 layouts at the three levels. The figures were tuned
