@@ -125,11 +125,16 @@ pub struct Config {
     #[cfg(feature = "test-hooks")]
     #[arg(long, env = "FRONTIER_TEST_THINK_DELAY", hide = true, value_parser = parse_duration)]
     pub test_think_delay: Option<Duration>,
+    /// TEST ONLY (`test-hooks` builds): search at most this many nodes per decision, at
+    /// every level (the levels keep their imprecision), so tests play whole games fast.
+    #[cfg(feature = "test-hooks")]
+    #[arg(long, env = "FRONTIER_TEST_MAX_NODES", hide = true)]
+    pub test_max_nodes: Option<u64>,
 }
 
 /// The environment variables of the test hooks: a build without `test-hooks` refuses to
 /// start when one is set.
-pub const TEST_HOOK_VARIABLES: &[&str] = &["FRONTIER_TEST_THINK_DELAY"];
+pub const TEST_HOOK_VARIABLES: &[&str] = &["FRONTIER_TEST_THINK_DELAY", "FRONTIER_TEST_MAX_NODES"];
 
 /// How the worker works.
 #[derive(Debug, Clone)]
@@ -149,6 +154,9 @@ pub struct Settings {
     /// TEST ONLY (`test-hooks` builds): announce and wait this long before each think.
     #[cfg(feature = "test-hooks")]
     pub think_delay: Option<Duration>,
+    /// TEST ONLY (`test-hooks` builds): a node cap on every decision.
+    #[cfg(feature = "test-hooks")]
+    pub max_nodes: Option<u64>,
 }
 
 impl Default for Settings {
@@ -163,6 +171,8 @@ impl Default for Settings {
             act_timeout: Duration::from_secs(5),
             #[cfg(feature = "test-hooks")]
             think_delay: None,
+            #[cfg(feature = "test-hooks")]
+            max_nodes: None,
         }
     }
 }
@@ -182,6 +192,8 @@ impl Settings {
             act_timeout: config.act_timeout,
             #[cfg(feature = "test-hooks")]
             think_delay: config.test_think_delay,
+            #[cfg(feature = "test-hooks")]
+            max_nodes: config.test_max_nodes,
         }
     }
 
@@ -430,13 +442,20 @@ async fn handle<D: Delivery, A: Sessions>(
             announce_thinking(&job.job);
             tokio::time::sleep(delay).await;
         }
+        #[cfg(feature = "test-hooks")]
+        let limits = settings.max_nodes.map(|n| frontier_engine::Limits {
+            nodes: Some(n),
+            deadline: None,
+        });
+        #[cfg(not(feature = "test-hooks"))]
+        let limits = None;
         tokio::task::spawn_blocking(move || {
             frontier_engine::think(&frontier_engine::Request {
                 view: &prepared.view,
                 level,
                 clock: clock_info,
                 seed,
-                limits: None,
+                limits,
             })
         })
         .await
