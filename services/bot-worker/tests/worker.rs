@@ -106,6 +106,7 @@ fn settings() -> Settings {
         retry_cap: Duration::from_millis(400),
         act_timeout: Duration::from_secs(2),
         think_delay: None,
+        max_nodes: None,
     }
 }
 
