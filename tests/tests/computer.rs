@@ -101,7 +101,11 @@ async fn every_level_plays_every_variant_to_its_end() -> anyhow::Result<()> {
     for variant in ["standard", "hidden", "atomic"] {
         for level in ["easy", "medium", "hard"] {
             i += 1;
-            let color = if i % 2 == 0 { "white" } else { "black" };
+            let color = if i.is_multiple_of(2) {
+                "white"
+            } else {
+                "black"
+            };
             let gateway = p.gateways[(i % 2) as usize];
             games.push(tokio::spawn(async move {
                 let mut c = Client::guest(gateway, "person").await?;
@@ -141,7 +145,11 @@ async fn a_hundred_concurrent_games_against_the_computer_all_finish() -> anyhow:
         let variant = ["standard", "atomic", "hidden"][(i % 3) as usize];
         games.push(tokio::spawn(async move {
             let mut c = Client::guest(gateway, "person").await?;
-            let color = if i % 2 == 0 { "white" } else { "black" };
+            let color = if i.is_multiple_of(2) {
+                "white"
+            } else {
+                "black"
+            };
             let (game, color) = play_computer(&mut c, variant, "easy", color).await?;
             let v: Variant = variant.parse().map_err(anyhow::Error::msg)?;
             let (end, _) = play_out(&mut c, &game, &color, v, 1000 + i).await?;
