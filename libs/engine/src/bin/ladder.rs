@@ -33,6 +33,7 @@ OPTIONS:
   --no-sprt         play all games even when the SPRT has decided
   --stockfish PATH  the Stockfish binary                         [default: stockfish]
   --sf-movetime MS  Stockfish's time per move                    [default: 100]
+  --sf-elo ELO      Stockfish's UCI_Elo                [default: the lowest it accepts]
   --balanced CP     re-draw an opening a quick search (20 000 nodes) scores beyond CP
                     centipawns for either side (standard and atomic; default: off)
   -h, --help        this text
@@ -85,6 +86,7 @@ struct Options {
     stockfish: String,
     sf_movetime: u64,
     balanced: Option<i32>,
+    sf_elo: Option<u32>,
 }
 
 fn parse_args() -> Result<Options, String> {
@@ -105,6 +107,7 @@ fn parse_args() -> Result<Options, String> {
         stockfish: "stockfish".into(),
         sf_movetime: 100,
         balanced: None,
+        sf_elo: None,
     };
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
@@ -139,6 +142,7 @@ fn parse_args() -> Result<Options, String> {
             "--stockfish" => o.stockfish = value("--stockfish")?,
             "--sf-movetime" => o.sf_movetime = num(value("--sf-movetime")?)?,
             "--balanced" => o.balanced = Some(num(value("--balanced")?)? as i32),
+            "--sf-elo" => o.sf_elo = Some(num(value("--sf-elo")?)? as u32),
             other => return Err(format!("unknown argument `{other}` (see --help)")),
         }
     }
@@ -221,7 +225,7 @@ struct Stockfish {
 }
 
 impl Stockfish {
-    fn start(path: &str) -> Result<(Stockfish, u32), String> {
+    fn start(path: &str, elo: Option<u32>) -> Result<(Stockfish, u32), String> {
         let mut child = Command::new(path)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -253,10 +257,11 @@ impl Stockfish {
         }
         sf.send("setoption name Threads value 1")?;
         sf.send("setoption name UCI_LimitStrength value true")?;
-        sf.send(&format!("setoption name UCI_Elo value {min_elo}"))?;
+        let elo = elo.map_or(min_elo, |e| e.max(min_elo));
+        sf.send(&format!("setoption name UCI_Elo value {elo}"))?;
         sf.send("isready")?;
         while sf.line()? != "readyok" {}
-        Ok((sf, min_elo))
+        Ok((sf, elo))
     }
 
     fn send(&mut self, s: &str) -> Result<(), String> {
@@ -618,7 +623,7 @@ fn run_match(variant: Variant, name: &str, p: Pairing, opts: &Options) -> Result
         let opts = opts.clone();
         let mut sf = None;
         if p.villain == Player::Stockfish {
-            let (engine, elo) = Stockfish::start(&opts.stockfish)?;
+            let (engine, elo) = Stockfish::start(&opts.stockfish, opts.sf_elo)?;
             sf = Some(engine);
             sf_elo = Some(elo);
         }
