@@ -363,6 +363,16 @@ test('a phone-sized screen has no horizontal scroll; dark mode and a board theme
   await a.page.press('#move-input input', 'Enter');
   await waitPlies(b.page, 1);
   await shot(a.page, '11-phone-dark');
+  // Atomic: a capture explodes, drawn on both boards as it happens.
+  await clickMove(b.page, a.page, 'd7d5');
+  await clickMove(a.page, b.page, 'e4d5');
+  for (const p of [a, b]) {
+    await p.page.waitForSelector('[data-boom="d5"]', { timeout: WAIT });
+    const pieces = await shownPieces(p.page);
+    assert.equal(pieces.d5, undefined);
+    assert.equal(pieces.e4, undefined);
+  }
+  await shot(b.page, '12-atomic-explosion');
   await a.context.close();
   await b.context.close();
 });

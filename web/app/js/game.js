@@ -71,6 +71,15 @@ export function applyEvent(state, frame, receivedAt = Date.now()) {
       state.turn = e.turn;
       state.pendingPromotion = null;
       break;
+    case 'undo':
+      // Against the computer: the player's last move and the reply are taken back, as one
+      // change; the position now is the event's.
+      state.moves.splice(Math.max(0, state.moves.length - (e.taken_back || []).length));
+      state.fen = e.fen;
+      state.turn = e.turn;
+      state.pendingPromotion = null;
+      state.drawOffer = null;
+      break;
     case 'draw_offered':
       state.drawOffer = e.by;
       break;

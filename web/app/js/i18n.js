@@ -194,7 +194,7 @@ export const STRINGS = {
     err_cannot_claim: 'You cannot claim victory now.',
     err_no_draw_offer: 'There is no draw offer.',
     err_draw_already_offered: 'A draw is already offered.',
-    err_undo_unavailable: 'Nothing to take back.',
+    err_undo_not_allowed: 'Nothing to take back.',
   },
   it: {
     title: 'Frontier — scacchi nascosti, atomici e classici',
@@ -379,7 +379,7 @@ export const STRINGS = {
     err_cannot_claim: 'Non puoi rivendicare la vittoria ora.',
     err_no_draw_offer: 'Non c’è nessuna proposta di patta.',
     err_draw_already_offered: 'La patta è già stata proposta.',
-    err_undo_unavailable: 'Niente da ritirare.',
+    err_undo_not_allowed: 'Niente da ritirare.',
   },
   ru: {
     title: 'Frontier — скрытые, атомные и классические шахматы',
@@ -564,7 +564,7 @@ export const STRINGS = {
     err_cannot_claim: 'Сейчас нельзя потребовать победу.',
     err_no_draw_offer: 'Предложения ничьей нет.',
     err_draw_already_offered: 'Ничья уже предложена.',
-    err_undo_unavailable: 'Нечего возвращать.',
+    err_undo_not_allowed: 'Нечего возвращать.',
   },
   pl: {
     title: 'Frontier — szachy ukryte, atomowe i klasyczne',
@@ -749,7 +749,7 @@ export const STRINGS = {
     err_cannot_claim: 'Nie możesz teraz ogłosić zwycięstwa.',
     err_no_draw_offer: 'Nie ma propozycji remisu.',
     err_draw_already_offered: 'Remis już zaproponowano.',
-    err_undo_unavailable: 'Nie ma czego cofać.',
+    err_undo_not_allowed: 'Nie ma czego cofać.',
   },
   tr: {
     title: 'Frontier — gizli, atomik ve klasik satranç',
@@ -934,7 +934,7 @@ export const STRINGS = {
     err_cannot_claim: 'Şu anda galibiyet talep edemezsiniz.',
     err_no_draw_offer: 'Beraberlik teklifi yok.',
     err_draw_already_offered: 'Beraberlik zaten teklif edildi.',
-    err_undo_unavailable: 'Geri alınacak bir şey yok.',
+    err_undo_not_allowed: 'Geri alınacak bir şey yok.',
   },
 };
 

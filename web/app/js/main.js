@@ -159,7 +159,8 @@ function onFrame(frame) {
       const e = frame.event;
       if (e.kind === 'move') {
         app.effects = {
-          exploded: e.exploded && e.exploded.length ? [e.uci.slice(0, 2), ...e.exploded] : [],
+          // Atomic: the capture square, the capturer's origin and every square emptied.
+          exploded: g.variant === 'atomic' && e.captured ? [...new Set([e.uci.slice(0, 2), e.uci.slice(2, 4), ...(e.exploded || [])])] : [],
           revealed: e.reveal ? parseSquare(e.reveal.square) : -1,
           until: now + 1200,
           game: frame.game_id,
@@ -639,7 +640,9 @@ function bindGame(g) {
     b.onclick = async () => {
       const act = b.dataset.act;
       if (act === 'resign' && !confirm(t('confirmResign'))) return;
-      const answer = await app.conn.send({ type: act, game_id: g.id });
+      const message = { type: act, game_id: g.id };
+      if (act === 'undo') message.expected_version = g.version;
+      const answer = await app.conn.send(message);
       if (answer.type === 'error') setNotice(errorText(answer));
     };
   }
