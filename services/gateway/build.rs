@@ -13,7 +13,8 @@ fn main() {
     let mut files = Vec::new();
     collect(&root, &root, &mut files);
     files.sort();
-    let mut table = String::from("/// Every file of `web/app/`, by path.\npub static ASSETS: &[Asset] = &[\n");
+    let mut table =
+        String::from("/// Every file of `web/app/`, by path.\npub static ASSETS: &[Asset] = &[\n");
     for (rel, abs) in &files {
         let bytes = std::fs::read(abs).expect("a web file is readable");
         let etag = format!("\"{:016x}-{:x}\"", fnv1a(&bytes), bytes.len());

@@ -35,7 +35,10 @@ fn respond(asset: &'static Asset, request: &HeaderMap) -> Response {
     let fresh = request
         .get(header::IF_NONE_MATCH)
         .and_then(|v| v.to_str().ok())
-        .is_some_and(|v| v.split(',').any(|t| t.trim() == asset.etag || t.trim() == "*"));
+        .is_some_and(|v| {
+            v.split(',')
+                .any(|t| t.trim() == asset.etag || t.trim() == "*")
+        });
     let mut response = if fresh {
         StatusCode::NOT_MODIFIED.into_response()
     } else {
