@@ -203,6 +203,12 @@ test('a private hidden game by code, to checkmate through clicks: reveals drawn,
   assert.match(await white.page.inputValue('#invite'), new RegExp(`/join/${code}$`));
   await joinByCode(black.page, code);
   await white.page.waitForFunction(() => [...window.frontier.games.values()].some((g) => g.status === 'playing'), null, { timeout: WAIT });
+  // A spectator watches by the game's link.
+  const watcher = await player();
+  await enterAsGuest(watcher.page);
+  await watcher.page.goto(`${base}/#/game/${id}`);
+  await watcher.page.waitForSelector('#board svg', { timeout: WAIT });
+  assert.match(await watcher.page.textContent('.meta'), /watching/);
   // Every piece but the kings is hidden, drawn as its apparent role with a mark.
   const start = await shownPieces(white.page);
   assert.equal(Object.values(start).filter((p) => p.hidden).length, 30);
@@ -288,6 +294,11 @@ test('a private hidden game by code, to checkmate through clicks: reveals drawn,
   assert.equal(await black.page.locator('.cid[data-square="f2"][data-role="pawn"]').count(), 1);
   assert.equal(await white.page.locator('.cid[data-square="f2"]').count(), 0);
   assert.equal(await black.page.locator('.cid[data-square="f7"]').count(), 0);
+  await watcher.page.waitForSelector('#result', { timeout: WAIT });
+  assert.deepEqual(await checkNoUnsentIdentity(watcher, id), []);
+  assert.equal(await watcher.page.locator('.cid').count(), 0);
+  assert.equal(await watcher.page.locator('.cap-hidden').count(), 2);
+  await watcher.context.close();
   const whiteSent = await checkNoUnsentIdentity(white, id);
   const blackSent = await checkNoUnsentIdentity(black, id);
   assert.deepEqual(whiteSent, ['f7:pawn']);
@@ -308,8 +319,10 @@ test('a finished rated game shows its rating change in the dashboard', { skip: S
   const bob = await player();
   await register(alice.page, `alice${suffix}`);
   await register(bob.page, `bob${suffix}`);
-  const { code } = await createBoard(alice.page, { variant: 'standard', color: 'white', rated: true });
-  await joinByCode(bob.page, code);
+  await createBoard(alice.page, { variant: 'standard', color: 'white', rated: true });
+  // Bob follows the invite link.
+  await bob.page.goto(await alice.page.inputValue('#invite'));
+  await bob.page.waitForSelector('#board svg', { timeout: WAIT });
   await alice.page.waitForFunction(() => [...window.frontier.games.values()].some((g) => g.status === 'playing'), null, { timeout: WAIT });
   // Fool's mate: Black wins.
   await clickMove(alice.page, bob.page, 'f2f3');

@@ -3,7 +3,7 @@
 
 import { api, ApiError, Connection } from './net.js';
 import { t, setLang, lang, LANGS, roleName, detectLang } from './i18n.js';
-import { parseFen, legalMoves, squareName, parseSquare, uci as uciOf, san, findMove, ROLE_LETTER, rankOf, play, inCheck } from './chess.js';
+import { parseFen, legalMoves, squareName, parseSquare, uci as uciOf, san, findMove, ROLE_LETTER, rankOf, play, inCheck, toFen } from './chess.js';
 import { fromFrame, applyEvent, moveList, unaccounted, startPosition } from './game.js';
 import { BoardView } from './board.js';
 import { pieceIcon } from './pieces.js';
@@ -885,7 +885,6 @@ async function renderRecord(id) {
   draw();
 }
 
-import { toFen } from './chess.js';
 function toFenSafe(pos, rec) {
   return pos === undefined ? rec.final_fen : toFen(pos);
 }
