@@ -18,6 +18,8 @@ const CHROMIUM = process.env.CHROMIUM || ['/usr/bin/chromium', '/usr/bin/chromiu
 // a7 knight, b7–h7 pawns. (As tests/tests/scenarios.rs.)
 const LAYOUT = 'PQBRBRNNPPPPPPP/rnbqbrpnppppppp';
 const WAIT = 20000;
+// One clock "minute" of the test server: a 1-minute game starts just above the
+// low-time warning (20 s).
 
 let server;
 let base;
@@ -31,7 +33,7 @@ before(async () => {
   ({ chromium } = await import('playwright-core'));
   mkdirSync(SHOTS, { recursive: true });
   assert.ok(existsSync(BIN), `no frontier binary at ${BIN} (set FRONTIER_BIN)`);
-  server = spawn(BIN, ['dev', '--memory', '--listen', '127.0.0.1:0', '--test-fixed-layout', LAYOUT, '--hash-threads', '2'], {
+  server = spawn(BIN, ['dev', '--memory', '--listen', '127.0.0.1:0', '--test-fixed-layout', LAYOUT, '--test-clock-minute', '21s', '--hash-threads', '2'], {
     stdio: ['ignore', 'pipe', 'inherit'],
     env: { ...process.env, RUST_LOG: process.env.RUST_LOG || 'warn' },
   });
@@ -83,8 +85,9 @@ async function register(page, name) {
 }
 
 /** Creates a private board from the lobby form; returns {id, code}. */
-async function createBoard(page, { variant, color = 'white', rated = false }) {
+async function createBoard(page, { variant, color = 'white', rated = false, minutes = 0 }) {
   await page.selectOption('#create select[name=variant]', variant);
+  await page.fill('#create input[name=minutes]', String(minutes));
   await page.selectOption('#create select[name=color]', color);
   if (rated) await page.check('#create input[name=rated]');
   await page.click('#create button[type=submit]');
@@ -388,4 +391,59 @@ test('a phone-sized screen has no horizontal scroll; dark mode and a board theme
   await shot(b.page, '12-atomic-explosion');
   await a.context.close();
   await b.context.close();
+});
+
+test('a hidden piece that reveals as a pawn on the last rank pauses for the promotion choice', { skip: SKIP || false }, async () => {
+  const white = await player();
+  const black = await player();
+  await enterAsGuest(white.page);
+  await enterAsGuest(black.page);
+  const { code } = await createBoard(white.page, { variant: 'hidden' });
+  await joinByCode(black.page, code);
+  await white.page.waitForFunction(() => [...window.frontier.games.values()].some((g) => g.status === 'playing'), null, { timeout: WAIT });
+  // a2 and a7 are knights: they leave the a-file; the a1 "rook" is a pawn.
+  await clickMove(white.page, black.page, 'a2a4');
+  await clickMove(black.page, white.page, 'a7a5');
+  await clickMove(white.page, black.page, 'a4c5');
+  await clickMove(black.page, white.page, 'a5c6');
+  await clickMove(white.page, black.page, 'a1a8');
+  await white.page.waitForSelector('#promotion', { timeout: WAIT });
+  assert.match(await white.page.textContent('#promo-title'), /pawn on the last rank/);
+  assert.equal(await black.page.locator('#promotion').count(), 0);
+  assert.match(await black.page.textContent('#turn'), /choose its promotion/);
+  await shot(white.page, '13-promotion-on-reveal');
+  // The capture of the hidden a8 rook is White's to know.
+  await white.page.waitForSelector('.cid[data-square="a8"][data-role="rook"]');
+  await white.page.click('[data-promote="n"]');
+  for (const p of [white, black]) {
+    await p.page.waitForFunction(() => {
+      const g = window.frontier.games.get(location.hash.split('/')[2]);
+      return g && !g.pendingPromotion && g.turn === 'black';
+    }, null, { timeout: WAIT });
+    assert.deepEqual((await shownPieces(p.page)).a8, { piece: 'wn', hidden: false });
+  }
+  assert.equal((await gameState(black.page)).moves[4].uci, 'a1a8n');
+  await white.context.close();
+  await black.context.close();
+});
+
+test('clocks tick from the server readings and warn on low time', { skip: SKIP || false }, async () => {
+  const white = await player();
+  const black = await player();
+  await enterAsGuest(white.page);
+  await enterAsGuest(black.page);
+  const { code } = await createBoard(white.page, { variant: 'standard', minutes: 1 });
+  await joinByCode(black.page, code);
+  await white.page.waitForFunction(() => [...window.frontier.games.values()].some((g) => g.status === 'playing'), null, { timeout: WAIT });
+  // The first move of each side is not timed; then White's clock runs.
+  await clickMove(white.page, black.page, 'e2e4');
+  await clickMove(black.page, white.page, 'e7e5');
+  const clock = black.page.locator('[data-clock="white"]');
+  await black.page.waitForSelector('[data-clock="white"].running.low', { timeout: WAIT });
+  const first = await clock.textContent();
+  await black.page.waitForFunction((t) => document.querySelector('[data-clock="white"]').textContent !== t, first, { timeout: WAIT });
+  assert.equal(await black.page.locator('[data-clock="black"].running').count(), 0);
+  await shot(black.page, '14-clocks');
+  await white.context.close();
+  await black.context.close();
 });
