@@ -4,6 +4,7 @@
 
 #![allow(dead_code, unreachable_pub)]
 
+pub mod bots;
 pub mod leak;
 
 use std::net::SocketAddr;
@@ -231,9 +232,9 @@ impl Platform {
         if let Ok(client) = async_nats::connect(frontier_testkit::nats_url()).await
             && let Ok(ns) = frontier_platform::Namespace::new(&self.namespace)
         {
-            let _ = async_nats::jetstream::new(client)
-                .delete_stream(ns.finished_games_stream())
-                .await;
+            let js = async_nats::jetstream::new(client);
+            let _ = js.delete_stream(ns.finished_games_stream()).await;
+            let _ = js.delete_stream(ns.bot_jobs_stream()).await;
         }
     }
 }
