@@ -12,6 +12,7 @@ export const LANGS = [
 
 export const STRINGS = {
   en: {
+    drawOffered: '{side} offers a draw',
     title: 'Frontier — hidden, atomic and standard chess',
     welcome: 'Welcome to Frontier',
     tagline: 'Hidden chess, atomic chess and standard chess, online.',
@@ -197,6 +198,7 @@ export const STRINGS = {
     err_undo_not_allowed: 'Nothing to take back.',
   },
   it: {
+    drawOffered: 'Il {side} propone la patta',
     title: 'Frontier — scacchi nascosti, atomici e classici',
     welcome: 'Benvenuto su Frontier',
     tagline: 'Scacchi nascosti, scacchi atomici e scacchi classici, online.',
@@ -382,6 +384,7 @@ export const STRINGS = {
     err_undo_not_allowed: 'Niente da ritirare.',
   },
   ru: {
+    drawOffered: '{side}: предложение ничьей',
     title: 'Frontier — скрытые, атомные и классические шахматы',
     welcome: 'Добро пожаловать во Frontier',
     tagline: 'Скрытые шахматы, атомные шахматы и классические шахматы онлайн.',
@@ -567,6 +570,7 @@ export const STRINGS = {
     err_undo_not_allowed: 'Нечего возвращать.',
   },
   pl: {
+    drawOffered: '{side} proponują remis',
     title: 'Frontier — szachy ukryte, atomowe i klasyczne',
     welcome: 'Witaj we Frontier',
     tagline: 'Szachy ukryte, szachy atomowe i szachy klasyczne, online.',
@@ -752,6 +756,7 @@ export const STRINGS = {
     err_undo_not_allowed: 'Nie ma czego cofać.',
   },
   tr: {
+    drawOffered: '{side} beraberlik teklif ediyor',
     title: 'Frontier — gizli, atomik ve klasik satranç',
     welcome: "Frontier'a hoş geldiniz",
     tagline: 'Gizli satranç, atomik satranç ve klasik satranç, çevrimiçi.',

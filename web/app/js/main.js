@@ -584,7 +584,8 @@ function renderGame() {
     if (g.drawOffer && g.drawOffer !== g.seat) {
       actions.push(`<button type="button" data-act="accept_draw" class="primary">${t('acceptDraw')}</button><button type="button" data-act="decline_draw">${t('declineDraw')}</button>`);
     } else if (!g.drawOffer) actions.push(`<button type="button" data-act="offer_draw">${t('offerDraw')}</button>`);
-    if (!g.clock) actions.push(`<button type="button" data-act="claim_victory">${t('claimVictory')}</button>`);
+    // A bot is never away: no claim against it.
+    if (!g.clock && !vsBot) actions.push(`<button type="button" data-act="claim_victory">${t('claimVictory')}</button>`);
     if (vsBot && g.variant !== 'hidden' && !g.rated) actions.push(`<button type="button" data-act="undo">${t('undo')}</button>`);
   }
   if (mine && waiting) actions.push(`<button type="button" data-act="abort">${t('cancelBoard')}</button>`);
@@ -599,6 +600,7 @@ function renderGame() {
       ${waiting && board0 ? `<div class="invite card"><p>${t('shareCode')}</p><p><code class="code" id="board-code">${esc(board0.code)}</code></p><p><input id="invite" readonly value="${esc(inviteLink)}" aria-label="${t('inviteLink')}"> <button type="button" id="copy">${t('copy')}</button></p></div>` : ''}
       ${waiting && !board0 ? `<p>${t('waitingForOpponent')}</p>` : ''}
       <p id="turn" class="turn" role="status">${g.status === 'finished' ? esc(outcomeText(g.outcome)) : playing ? (g.pendingPromotion ? t('promotionPending') : myTurn ? t('yourTurn') : t('turnOf', { side: t(g.turn) })) : ''}</p>
+      ${playing && g.drawOffer ? `<p class="draw-offer" role="status">${t('drawOffered', { side: t(g.drawOffer) })}</p>` : ''}
       <p id="notice" class="notice" role="alert" ${app.notice && Date.now() - app.notice.at < 8000 ? '' : 'hidden'}>${esc(app.notice && Date.now() - app.notice.at < 8000 ? app.notice.text : '')}</p>
       <div class="actions">${actions.join('')}</div>
       ${mine && playing ? `<form id="move-input" class="move-input"><label>${t('typeMove')} <input name="move" autocomplete="off" aria-describedby="move-help"></label><button type="submit">${t('send')}</button><small id="move-help">${t('typeMoveHelp')}</small></form>` : ''}
@@ -687,8 +689,9 @@ function bindGame(g) {
     verify.onclick = async () => {
       const ok = await verifyShuffle(g.shuffle.salt, g.shuffle.layout, g.commitment || g.shuffle.commitment);
       const same = !g.commitment || g.commitment === g.shuffle.commitment;
-      $('#verify-result').textContent = ok && same ? t('shuffleVerified') : t('shuffleMismatch');
-      $('#verify-result').className = ok && same ? 'ok' : 'error';
+      // Kept with the game, so that a redraw of the dialog keeps the answer.
+      app.verified = { id: g.id, ok: ok && same };
+      renderGame();
     };
   }
 }
@@ -744,7 +747,7 @@ function resultDialog(g) {
     const bSq = ['a8', 'b8', 'c8', 'd8', 'f8', 'g8', 'h8', 'a7', 'b7', 'c7', 'd7', 'e7', 'f7', 'g7', 'h7'];
     const cell = (sq, ch, color) => `<span class="lay" data-square="${sq}">${pieceIcon(color, ch.toLowerCase(), 22)}<small>${sq}</small></span>`;
     layout = `<h3>${t('revealedLayout')}</h3><div class="layout">${[...b].map((c, i) => cell(bSq[i], c, 'b')).join('')}</div><div class="layout">${[...w].map((c, i) => cell(wSq[i], c, 'w')).join('')}</div>
-      <p><button type="button" id="verify">${t('verifyShuffle')}</button> <span id="verify-result" role="status"></span></p>`;
+      <p><button type="button" id="verify">${t('verifyShuffle')}</button> <span id="verify-result" role="status" class="${app.verified?.id === g.id ? (app.verified.ok ? 'ok' : 'error') : ''}">${app.verified?.id === g.id ? t(app.verified.ok ? 'shuffleVerified' : 'shuffleMismatch') : ''}</span></p>`;
   }
   return `<div class="dialog result" id="result" role="dialog" aria-modal="true" aria-labelledby="result-title">
     <div class="card"><h2 id="result-title">${esc(outcomeText(g.outcome))}</h2>${layout}
