@@ -203,6 +203,10 @@ test('a private hidden game by code, to checkmate through clicks: reveals drawn,
   await enterAsGuest(black.page);
   const { id, code } = await createBoard(white.page, { variant: 'hidden' });
   await shot(white.page, '03-board-waiting');
+  // The code stays on screen across a reload while the board waits.
+  await white.page.reload();
+  await white.page.waitForSelector('#board-code', { timeout: WAIT });
+  assert.equal(await white.page.textContent('#board-code'), code);
   assert.match(await white.page.inputValue('#invite'), new RegExp(`/join/${code}$`));
   await joinByCode(black.page, code);
   await white.page.waitForFunction(() => [...window.frontier.games.values()].some((g) => g.status === 'playing'), null, { timeout: WAIT });

@@ -73,6 +73,8 @@ function signOut() {
   app.games.clear();
   store.del('token');
   store.del('player');
+  store.del('boards');
+  app.boards.clear();
   location.hash = '#/';
   render();
 }
@@ -114,6 +116,11 @@ function connect() {
   });
 }
 
+/** The boards this client created that still wait, kept across reloads (their codes). */
+function saveBoards() {
+  store.set('boards', [...app.boards.entries()]);
+}
+
 function currentGameId() {
   const m = location.hash.match(/^#\/game\/([\w-]+)/);
   return m ? m[1] : null;
@@ -142,6 +149,7 @@ function onFrame(frame) {
     case 'game': {
       const g = fromFrame(frame, now);
       noteClock(g.clocks, now);
+      if (g.status !== 'waiting' && app.boards.delete(frame.game_id)) saveBoards();
       app.games.set(frame.game_id, g);
       if (currentGameId() === frame.game_id) renderGame();
       break;
@@ -169,7 +177,10 @@ function onFrame(frame) {
           setTimeout(() => currentGameId() === frame.game_id && renderGame(), 1250);
         }
       }
-      if (e.kind === 'started' && app.boards.has(frame.game_id)) app.boards.delete(frame.game_id);
+      if ((e.kind === 'started' || frame.outcome) && app.boards.has(frame.game_id)) {
+        app.boards.delete(frame.game_id);
+        saveBoards();
+      }
       if (currentGameId() === frame.game_id) renderGame();
       break;
     }
@@ -429,6 +440,7 @@ function bindLobby() {
     const answer = await app.conn.send(message);
     if (answer.type === 'board_created') {
       app.boards.set(answer.game_id, { code: answer.code, invite: answer.invite });
+      saveBoards();
       location.hash = `#/game/${answer.game_id}`;
     } else $('#create-error').textContent = errorText(answer);
   };
@@ -900,6 +912,7 @@ function start() {
   if (token && tokenValid(token)) {
     app.token = token;
     app.player = store.get('player');
+    for (const [id, board] of store.get('boards', [])) app.boards.set(id, board);
   }
   const join = location.pathname.match(/^\/join\/([\w-]+)/);
   if (join) {
