@@ -383,8 +383,9 @@ function lobbyScreen() {
       <form id="seek">
         <label>${t('variant')} <select name="variant">${options(VARIANTS, 'standard', (v) => t('variant_' + v))}</select></label>
         <label>${t('pool')} <select name="pool">${options(POOLS, '5+0', (p) => p)}</select></label>
+        <label class="check"><input name="rated" type="checkbox" ${app.player?.guest ? 'disabled' : ''}> ${t('rated')}</label>
         <button type="submit" class="primary">${t('findOpponent')}</button>
-        ${seek ? `<p class="seeking" role="status">${t('searching')} <span id="seek-wait"></span>${seek.bot_offer_ms !== undefined || seek.bot_after_ms !== undefined ? ` — ${t('botOffered')}` : ''} <button type="button" id="cancel-seek">${t('cancel')}</button></p>` : ''}
+        ${seek ? `<p class="seeking" role="status">${t('searching')} <span id="seek-wait"></span> — ${t('botOffered')} <button type="button" id="cancel-seek">${t('cancel')}</button></p>` : ''}
         <p class="error" id="seek-error" role="alert"></p>
       </form>
     </section>
@@ -471,7 +472,11 @@ function bindLobby() {
     const f = e.target;
     const [minutes, increment] = f.pool.value.split('+').map(Number);
     app.seek = { since: Date.now(), variant: f.variant.value };
-    const answer = await app.conn.send({ type: 'seek', variant: f.variant.value, clock: { minutes, increment } });
+    // Matchmaking's pools (variant × time control × rated), as its service names them; the
+    // WebSocket messages (`seek`, `cancel_seek`, then `seeking` and `matched`) are not
+    // on main yet, so this shape follows the matchmaking service's own request.
+    const pool = { variant: f.variant.value, minutes, increment, rated: f.rated.checked };
+    const answer = await app.conn.send({ type: 'seek', pools: [pool] });
     if (answer.type === 'error') {
       app.seek = null;
       render();
