@@ -130,6 +130,16 @@ async function clickMove(mover, other, uci) {
   }
 }
 
+/** Where an element is on screen (the board may be redrawn meanwhile: try again). */
+async function boxOf(page, selector) {
+  for (let i = 0; i < 50; i++) {
+    const box = await page.locator(selector).boundingBox().catch(() => null);
+    if (box) return box;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  throw new Error(`${selector} is not on screen`);
+}
+
 const gameState = (page) => page.evaluate(() => {
   const g = window.frontier.games.get(location.hash.split('/')[2]);
   return JSON.parse(JSON.stringify(g));
@@ -240,8 +250,8 @@ test('a private hidden game by code, to checkmate through clicks: reveals drawn,
 
   // An illegal drag is refused by the client itself; nothing is sent, nothing changes.
   const before = await gameState(white.page);
-  const box = await white.page.locator('[data-square="e1"]').boundingBox();
-  const to = await white.page.locator('[data-square="e3"]').boundingBox();
+  const box = await boxOf(white.page, '[data-square="e1"]');
+  const to = await boxOf(white.page, '[data-square="e3"]');
   await white.page.mouse.move(box.x + box.width / 2, box.y + box.height / 2);
   await white.page.mouse.down();
   await white.page.mouse.move(to.x + to.width / 2, to.y + to.height / 2, { steps: 5 });
