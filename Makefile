@@ -8,6 +8,8 @@
 #   make fuzz    60 s of cargo-fuzz on every parser of untrusted input
 #   make run     every service built so far, on fixed loopback ports
 #   make dev     every service in one process, nothing to install (frontier dev)
+#   make browser-test  the web client in a real Chromium against frontier dev, and its
+#                node checks (move generator perft, translations); part of make test
 #   make deploy-check  the Helm chart, k8s/ and values schema, validated offline
 #   make k8s     regenerates k8s/ from the Helm chart
 #   make scaling-check  the bot-job queue's lag as KEDA reads it, on a throwaway NATS
@@ -21,7 +23,7 @@ PERFT := $(CARGO) run --quiet --release -p frontier-rules --bin perft --
 IMAGE ?= frontier:dev
 DEPLOY_PY := scripts/deploy-python.sh
 
-.PHONY: all build test lint fmt perft bench ladder fuzz run dev clean deploy-check k8s scaling-check image
+.PHONY: all build test lint fmt perft bench ladder fuzz run dev clean deploy-check k8s scaling-check image browser-test
 
 all: build
 
@@ -43,7 +45,23 @@ lint:
 test: lint
 	scripts/test-services.sh $(CARGO) test --workspace -- --test-threads=3
 	CARGO=$(CARGO) scripts/check-release-flags.sh
+	$(MAKE) --no-print-directory browser-test
 	$(MAKE) --no-print-directory deploy-check scaling-check
+
+# The web client (web/app/, served by the gateway): its move generator against the perft
+# data and its translations (node), then the browser scenarios in Debian's Chromium driven
+# by playwright-core (web/tests/package-lock.json, installed by npm ci) against a
+# `frontier dev --memory` built with the test hooks. Without node, or without Chromium,
+# the browser part says SKIPPED (it never passes silently).
+FRONTIER_BIN = $${CARGO_TARGET_DIR:-$(CURDIR)/target}/debug/frontier
+browser-test:
+	$(CARGO) build -p frontier --bin frontier --features test-hooks
+	@if ! command -v node >/dev/null || ! command -v npm >/dev/null; then \
+		echo "*** browser-test SKIPPED: node and npm are not installed (apt-get install -y nodejs npm) ***"; \
+	else \
+		cd web/tests && npm ci --no-audit --no-fund --loglevel=error && \
+		FRONTIER_BIN="$(FRONTIER_BIN)" node --test --test-concurrency=1; \
+	fi
 
 # The deployment, offline (no cluster, no helm binary; pip installs the checkers if
 # missing): lint and render the chart, validate every object against the Kubernetes API

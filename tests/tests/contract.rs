@@ -518,3 +518,69 @@ async fn a_claim_against_a_connected_opponent_says_it_is_connected() -> anyhow::
     p.stop().await;
     Ok(())
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_gateway_serves_the_web_client_with_types_and_revalidation() -> anyhow::Result<()> {
+    let p = Platform::start(1, 1, None).await?;
+    let gw = p.gateways[0];
+    // The page, at `/` and at an invite link.
+    for path in ["/", "/join/K7QX2M"] {
+        let (status, head, body) = request(gw, "GET", path, "", "").await?;
+        assert_eq!(status, 200, "{path}");
+        assert!(
+            head.contains("content-type: text/html; charset=utf-8"),
+            "{head}"
+        );
+        assert!(head.contains("cache-control: no-cache"), "{head}");
+        assert!(
+            body.as_str().is_some_and(|b| b.contains("/app/js/main.js")),
+            "{path}: {body}"
+        );
+    }
+    // A module, with its type and an ETag; revalidating with it answers 304, empty.
+    let (status, head, _) = request(gw, "GET", "/app/js/main.js", "", "").await?;
+    assert_eq!(status, 200);
+    assert!(
+        head.contains("content-type: text/javascript; charset=utf-8"),
+        "{head}"
+    );
+    let etag = head
+        .lines()
+        .find_map(|l| l.strip_prefix("etag: "))
+        .context("an etag")?
+        .trim()
+        .to_owned();
+    let (status, head, body) = request(
+        gw,
+        "GET",
+        "/app/js/main.js",
+        &format!("If-None-Match: {etag}\r\n"),
+        "",
+    )
+    .await?;
+    assert_eq!(status, 304, "{head}");
+    assert_eq!(body, Value::String(String::new()));
+    let (status, head, _) = request(gw, "GET", "/app/app.css", "", "").await?;
+    assert_eq!(status, 200);
+    assert!(
+        head.contains("content-type: text/css; charset=utf-8"),
+        "{head}"
+    );
+    // What the client does not have, and the API's unknown paths, stay JSON 404s.
+    for path in [
+        "/app/nothing.js",
+        "/app/../Cargo.toml",
+        "/api/nowhere",
+        "/nowhere",
+    ] {
+        let (status, head, body) = request(gw, "GET", path, "", "").await?;
+        assert_eq!(status, 404, "{path}");
+        assert!(
+            head.contains("content-type: application/json"),
+            "{path}: {head}"
+        );
+        assert_eq!(body["error"]["code"], "not_found", "{path}");
+    }
+    p.stop().await;
+    Ok(())
+}

@@ -11,6 +11,7 @@ pub mod limits;
 pub mod records;
 pub mod sessions;
 pub mod sqlite;
+pub mod web;
 pub mod ws;
 
 use std::net::SocketAddr;

@@ -1,0 +1,936 @@
+// The Frontier web client: entry, lobby, games (play and watch), dashboard, leaderboard.
+// Plain JavaScript modules; every visible string goes through `t` (i18n.js).
+
+import { api, ApiError, Connection } from './net.js';
+import { t, setLang, lang, LANGS, roleName, detectLang } from './i18n.js';
+import { parseFen, legalMoves, squareName, parseSquare, uci as uciOf, san, findMove, ROLE_LETTER, rankOf, play, inCheck, toFen } from './chess.js';
+import { fromFrame, applyEvent, moveList, unaccounted, startPosition } from './game.js';
+import { BoardView } from './board.js';
+import { pieceIcon } from './pieces.js';
+import { verifyShuffle } from './sha256.js';
+
+const $ = (sel, root = document) => root.querySelector(sel);
+const esc = (s) => String(s ?? '').replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]);
+const store = {
+  get: (k, d = null) => {
+    try {
+      const v = localStorage.getItem('frontier.' + k);
+      return v === null ? d : JSON.parse(v);
+    } catch {
+      return d;
+    }
+  },
+  set: (k, v) => localStorage.setItem('frontier.' + k, JSON.stringify(v)),
+  del: (k) => localStorage.removeItem('frontier.' + k),
+};
+
+const VARIANTS = ['standard', 'hidden', 'atomic'];
+const POOLS = ['1+0', '3+0', '3+2', '5+0', '10+0', '15+10', '30+0'];
+
+const app = {
+  token: null,
+  player: null,
+  conn: null,
+  status: 'offline',
+  games: new Map(),
+  // Game id → {code, invite} of boards this client created and that still wait.
+  boards: new Map(),
+  clockOffset: null,
+  view: null,
+  board: null,
+  notice: null,
+  effects: { exploded: [], revealed: -1, until: 0 },
+  seek: null,
+  // Every frame received, for the tests' check that the client shows nothing it was not sent.
+  frames: [],
+};
+window.frontier = app;
+
+// ---------------------------------------------------------------- session
+
+function tokenValid(token) {
+  try {
+    const payload = JSON.parse(atob(token.split('.')[1].replace(/-/g, '+').replace(/_/g, '/')));
+    return payload.exp * 1000 > Date.now() + 60000;
+  } catch {
+    return false;
+  }
+}
+
+function signIn({ token, player }) {
+  app.token = token;
+  app.player = player;
+  store.set('token', token);
+  store.set('player', player);
+  connect();
+}
+
+function signOut() {
+  if (app.conn) app.conn.stop();
+  app.conn = null;
+  app.token = null;
+  app.player = null;
+  app.games.clear();
+  store.del('token');
+  store.del('player');
+  store.del('boards');
+  app.boards.clear();
+  location.hash = '#/';
+  render();
+}
+
+function connect() {
+  if (app.conn) app.conn.stop();
+  app.conn = new Connection({
+    token: app.token,
+    onFrame: onFrame,
+    onStatus: (status, code) => {
+      app.status = status;
+      if (status === 'auth-failed') {
+        // The token was refused (expired, or signed elsewhere): enter again.
+        app.conn = null;
+        store.del('token');
+        app.token = null;
+        app.flash = t('sessionExpired');
+        void code;
+        render();
+        return;
+      }
+      renderStatus();
+    },
+    onReady: () => {
+      // Resume every game on screen or still being played, from the last version seen.
+      for (const [id, g] of app.games) {
+        if (g.status !== 'finished' || currentGameId() === id) {
+          app.conn.post({ type: 'open', id: app.conn.nextId('o'), game_id: id, after_version: g.version });
+        }
+      }
+      const id = currentGameId();
+      if (id && !app.games.has(id)) openGame(id);
+      if (app.pendingJoin) {
+        const code = app.pendingJoin;
+        app.pendingJoin = null;
+        joinBoard(code);
+      }
+    },
+  });
+}
+
+/** The boards this client created that still wait, kept across reloads (their codes). */
+function saveBoards() {
+  store.set('boards', [...app.boards.entries()]);
+}
+
+function currentGameId() {
+  const m = location.hash.match(/^#\/game\/([\w-]+)/);
+  return m ? m[1] : null;
+}
+
+function openGame(id) {
+  app.conn.send({ type: 'open', game_id: id }).then((f) => {
+    if (f.type === 'error') setNotice(errorText(f));
+  });
+}
+
+// ---------------------------------------------------------------- frames
+
+function noteClock(clocks, receivedAt) {
+  if (!clocks) return;
+  // The offset between this clock and the server's: the smallest (receipt − reading time)
+  // seen, which is the offset plus the quickest delivery.
+  const sample = receivedAt - clocks.at;
+  app.clockOffset = app.clockOffset === null ? sample : Math.min(app.clockOffset, sample);
+}
+
+function onFrame(frame) {
+  const now = Date.now();
+  app.frames.push(frame);
+  switch (frame.type) {
+    case 'game': {
+      const g = fromFrame(frame, now);
+      noteClock(g.clocks, now);
+      if (g.status !== 'waiting' && app.boards.delete(frame.game_id)) saveBoards();
+      app.games.set(frame.game_id, g);
+      if (currentGameId() === frame.game_id) renderGame();
+      break;
+    }
+    case 'event': {
+      const g = app.games.get(frame.game_id);
+      if (!g) return;
+      const r = applyEvent(g, frame, now);
+      if (r === 'gap') {
+        app.conn.post({ type: 'open', id: app.conn.nextId('o'), game_id: frame.game_id });
+        return;
+      }
+      if (r !== 'applied') return;
+      noteClock(frame.clocks, now);
+      const e = frame.event;
+      if (e.kind === 'move') {
+        app.effects = {
+          // Atomic: the capture square, the capturer's origin and every square emptied.
+          exploded: g.variant === 'atomic' && e.captured ? [...new Set([e.uci.slice(0, 2), e.uci.slice(2, 4), ...(e.exploded || [])])] : [],
+          revealed: e.reveal ? parseSquare(e.reveal.square) : -1,
+          until: now + 1200,
+          game: frame.game_id,
+        };
+        if (app.effects.exploded.length || app.effects.revealed >= 0) {
+          setTimeout(() => currentGameId() === frame.game_id && renderGame(), 1250);
+        }
+      }
+      if ((e.kind === 'started' || frame.outcome) && app.boards.has(frame.game_id)) {
+        app.boards.delete(frame.game_id);
+        saveBoards();
+      }
+      if (currentGameId() === frame.game_id) renderGame();
+      break;
+    }
+    case 'error':
+      if (frame.game_id) {
+        setNotice(errorText(frame));
+        // Recover from the server's own state: a whole view of the game.
+        if (app.games.has(frame.game_id)) app.conn.post({ type: 'open', id: app.conn.nextId('o'), game_id: frame.game_id });
+      }
+      break;
+    case 'matched':
+    case 'game_created':
+      if (frame.game_id) {
+        app.seek = null;
+        location.hash = `#/game/${frame.game_id}`;
+      }
+      break;
+    case 'seeking':
+      app.seek = { ...(app.seek || {}), ...frame, since: app.seek?.since || now };
+      if (!currentGameId()) render();
+      break;
+    default:
+      break;
+  }
+}
+
+function errorText(frame) {
+  const key = 'err_' + frame.code;
+  const text = t(key);
+  return text === key ? t('refused', { code: frame.code }) : text;
+}
+
+function setNotice(text) {
+  app.notice = { text, at: Date.now() };
+  const el = $('#notice');
+  if (el) {
+    el.textContent = text;
+    el.hidden = false;
+  }
+}
+
+// ---------------------------------------------------------------- layout
+
+function header() {
+  const who = app.player
+    ? `<span class="who">${esc(app.player.name)}${app.player.guest ? ` <small>(${t('guest')})</small>` : ''}</span>
+       <a href="#/player/${app.player.id}" data-nav="dashboard">${t('dashboard')}</a>
+       <button type="button" class="link" id="signout">${t('signOut')}</button>`
+    : '';
+  return `<header class="top">
+    <a class="brand" href="#/">Frontier</a>
+    <nav>
+      ${app.player ? `<a href="#/">${t('play')}</a>` : ''}
+      <a href="#/leaderboard">${t('leaderboard')}</a>
+      ${who}
+    </nav>
+    <div class="prefs">
+      <label><span class="sr">${t('language')}</span>
+        <select id="lang" aria-label="${t('language')}">${LANGS.map(([code, name]) => `<option value="${code}" ${code === lang() ? 'selected' : ''}>${name}</option>`).join('')}</select></label>
+      <label><span class="sr">${t('boardTheme')}</span>
+        <select id="theme" aria-label="${t('boardTheme')}">${['green', 'brown', 'blue'].map((th) => `<option value="${th}" ${th === store.get('theme', 'green') ? 'selected' : ''}>${t('theme_' + th)}</option>`).join('')}</select></label>
+      <button type="button" id="dark" aria-pressed="${document.documentElement.classList.contains('dark')}">${t('darkMode')}</button>
+      <span id="status" class="status" role="status"></span>
+    </div>
+  </header>`;
+}
+
+function renderStatus() {
+  const el = $('#status');
+  if (!el) return;
+  const text = { online: t('online'), connecting: t('connecting'), offline: t('reconnecting') }[app.status] || '';
+  el.textContent = text;
+  el.className = `status ${app.status}`;
+}
+
+function bindHeader() {
+  $('#lang').onchange = (e) => {
+    setLang(e.target.value);
+    store.set('lang', e.target.value);
+    render();
+  };
+  $('#theme').onchange = (e) => {
+    store.set('theme', e.target.value);
+    applyLooks();
+  };
+  $('#dark').onclick = () => {
+    store.set('dark', !document.documentElement.classList.contains('dark'));
+    applyLooks();
+    render();
+  };
+  const so = $('#signout');
+  if (so) so.onclick = signOut;
+}
+
+function applyLooks() {
+  const root = document.documentElement;
+  const dark = store.get('dark', window.matchMedia && window.matchMedia('(prefers-color-scheme: dark)').matches);
+  root.classList.toggle('dark', !!dark);
+  root.dataset.theme = store.get('theme', 'green');
+  root.lang = lang();
+}
+
+function render() {
+  applyLooks();
+  document.title = t('title');
+  const main = document.body;
+  const route = location.hash || '#/';
+  let screen;
+  if (!app.token) screen = enterScreen();
+  else if (route.startsWith('#/game/')) screen = '<main id="main" class="game-screen"></main>';
+  else if (route.startsWith('#/player/')) screen = '<main id="main" class="dashboard"></main>';
+  else if (route.startsWith('#/record/')) screen = '<main id="main" class="record"></main>';
+  else if (route.startsWith('#/leaderboard')) screen = '<main id="main" class="leaderboard"></main>';
+  else screen = lobbyScreen();
+  main.innerHTML = header() + screen;
+  bindHeader();
+  renderStatus();
+  app.board = null;
+  if (!app.token) bindEnter();
+  else if (route.startsWith('#/game/')) renderGame();
+  else if (route.startsWith('#/player/')) renderDashboard(route.slice(9));
+  else if (route.startsWith('#/record/')) renderRecord(route.slice(9));
+  else if (route.startsWith('#/leaderboard')) renderLeaderboard();
+  else bindLobby();
+}
+
+// ---------------------------------------------------------------- enter
+
+function enterScreen() {
+  return `<main id="main" class="enter">
+    <section class="card hero">
+      <h1>${t('welcome')}</h1>
+      <p>${t('tagline')}</p>
+      ${app.flash ? `<p class="notice">${esc(app.flash)}</p>` : ''}
+      <button type="button" id="guest" class="primary big">${t('playAsGuest')}</button>
+    </section>
+    <section class="card">
+      <h2>${t('account')}</h2>
+      <form id="account">
+        <label>${t('username')} <input name="username" autocomplete="username" required></label>
+        <label>${t('password')} <input name="password" type="password" autocomplete="current-password" required></label>
+        <div class="row">
+          <button type="submit" name="login" class="primary">${t('logIn')}</button>
+          <button type="submit" name="register">${t('register')}</button>
+        </div>
+        <p class="error" id="account-error" role="alert"></p>
+      </form>
+    </section>
+  </main>`;
+}
+
+function bindEnter() {
+  $('#guest').onclick = async () => {
+    try {
+      signIn(await api('/api/guest', { method: 'POST' }));
+      render();
+    } catch (e) {
+      $('#account-error').textContent = apiErrorText(e);
+    }
+  };
+  const form = $('#account');
+  form.onsubmit = async (e) => {
+    e.preventDefault();
+    const which = e.submitter && e.submitter.name === 'register' ? 'register' : 'login';
+    const body = { username: form.username.value.trim(), password: form.password.value };
+    try {
+      signIn(await api(`/api/${which}`, { method: 'POST', body }));
+      render();
+    } catch (err) {
+      $('#account-error').textContent = apiErrorText(err);
+    }
+  };
+}
+
+function apiErrorText(e) {
+  if (!(e instanceof ApiError)) return t('err_internal');
+  const key = 'err_' + e.code;
+  const text = t(key);
+  return text === key ? t('refused', { code: e.code }) : text;
+}
+
+// ---------------------------------------------------------------- lobby
+
+function options(values, selected, label) {
+  return values.map((v) => `<option value="${v}" ${v === selected ? 'selected' : ''}>${label(v)}</option>`).join('');
+}
+
+function lobbyScreen() {
+  const waiting = [...app.boards.entries()]
+    .map(([id, b]) => `<li>${t('boardCode')}: <code class="code">${esc(b.code)}</code> <a href="#/game/${id}">${t('open')}</a></li>`)
+    .join('');
+  const live = [...app.games.values()]
+    .filter((g) => g.status !== 'finished' && g.seat !== 'spectator')
+    .map((g) => `<li><a href="#/game/${g.id}">${t('variant_' + g.variant)} — ${esc(g.white?.name || '?')} ${t('vs')} ${esc(g.black?.name || '?')}</a></li>`)
+    .join('');
+  const seek = app.seek;
+  return `<main id="main" class="lobby">
+    <section class="card">
+      <h2>${t('quickMatch')}</h2>
+      <form id="seek">
+        <label>${t('variant')} <select name="variant">${options(VARIANTS, 'standard', (v) => t('variant_' + v))}</select></label>
+        <label>${t('pool')} <select name="pool">${options(POOLS, '5+0', (p) => p)}</select></label>
+        <label class="check"><input name="rated" type="checkbox" ${app.player?.guest ? 'disabled' : ''}> ${t('rated')}</label>
+        <button type="submit" class="primary">${t('findOpponent')}</button>
+        ${seek ? `<p class="seeking" role="status">${t('searching')} <span id="seek-wait"></span> — ${t('botOffered')} <button type="button" id="cancel-seek">${t('cancel')}</button></p>` : ''}
+        <p class="error" id="seek-error" role="alert"></p>
+      </form>
+    </section>
+    <section class="card">
+      <h2>${t('playComputer')}</h2>
+      <form id="computer">
+        <label>${t('variant')} <select name="variant">${options(VARIANTS, 'standard', (v) => t('variant_' + v))}</select></label>
+        <label>${t('level')} <select name="level">${options(['easy', 'medium', 'hard'], 'easy', (v) => t('level_' + v))}</select></label>
+        <label>${t('color')} <select name="color">${options(['white', 'black', 'random'], 'white', (v) => t('color_' + v))}</select></label>
+        <label>${t('clock')} <select name="clock">${options(['none', '5+0', '10+0', '15+10'], 'none', (v) => (v === 'none' ? t('noClock') : v))}</select></label>
+        <button type="submit" class="primary">${t('start')}</button>
+        <p class="error" id="computer-error" role="alert"></p>
+      </form>
+    </section>
+    <section class="card">
+      <h2>${t('privateBoard')}</h2>
+      <form id="create">
+        <label>${t('variant')} <select name="variant">${options(VARIANTS, 'hidden', (v) => t('variant_' + v))}</select></label>
+        <label>${t('color')} <select name="color">${options(['white', 'black', 'random'], 'white', (v) => t('color_' + v))}</select></label>
+        <label>${t('minutes')} <input name="minutes" type="number" min="0" max="60" value="0" inputmode="numeric"></label>
+        <label>${t('increment')} <input name="increment" type="number" min="0" max="60" value="0" inputmode="numeric"></label>
+        <label class="check"><input name="rated" type="checkbox" ${app.player?.guest ? 'disabled' : ''}> ${t('rated')}</label>
+        <p class="hint-text">${t('minutesHint')}</p>
+        <button type="submit" class="primary">${t('createBoard')}</button>
+        <p class="error" id="create-error" role="alert"></p>
+      </form>
+      ${waiting ? `<ul class="waiting">${waiting}</ul>` : ''}
+    </section>
+    <section class="card">
+      <h2>${t('joinBoard')}</h2>
+      <form id="join">
+        <label>${t('boardCode')} <input name="code" autocomplete="off" required></label>
+        <button type="submit" class="primary">${t('join')}</button>
+        <p class="error" id="join-error" role="alert"></p>
+      </form>
+      <h2>${t('watchGame')}</h2>
+      <form id="watch">
+        <label>${t('gameIdOrLink')} <input name="game" autocomplete="off" required></label>
+        <button type="submit">${t('watch')}</button>
+      </form>
+    </section>
+    ${live ? `<section class="card"><h2>${t('yourGames')}</h2><ul>${live}</ul></section>` : ''}
+  </main>`;
+}
+
+function bindLobby() {
+  $('#create').onsubmit = async (e) => {
+    e.preventDefault();
+    const f = e.target;
+    const minutes = Number(f.minutes.value);
+    const message = { type: 'create_board', variant: f.variant.value, color: f.color.value, rated: f.rated.checked };
+    if (minutes > 0) message.clock = { minutes, increment: Number(f.increment.value) };
+    const answer = await app.conn.send(message);
+    if (answer.type === 'board_created') {
+      app.boards.set(answer.game_id, { code: answer.code, invite: answer.invite });
+      saveBoards();
+      location.hash = `#/game/${answer.game_id}`;
+    } else $('#create-error').textContent = errorText(answer);
+  };
+  $('#join').onsubmit = (e) => {
+    e.preventDefault();
+    joinBoard(e.target.code.value.trim().toUpperCase());
+  };
+  $('#watch').onsubmit = (e) => {
+    e.preventDefault();
+    const v = e.target.game.value.trim();
+    const m = v.match(/([0-9a-f]{8}-[0-9a-f-]{27,})/i);
+    location.hash = `#/game/${m ? m[1] : v}`;
+  };
+  $('#computer').onsubmit = async (e) => {
+    e.preventDefault();
+    const f = e.target;
+    const message = { type: 'play_computer', variant: f.variant.value, level: f.level.value, color: f.color.value };
+    if (f.clock.value !== 'none') {
+      const [minutes, increment] = f.clock.value.split('+').map(Number);
+      message.clock = { minutes, increment };
+    }
+    const answer = await app.conn.send(message);
+    if (answer.type === 'game_created') location.hash = `#/game/${answer.game_id}`;
+    else $('#computer-error').textContent = errorText(answer);
+  };
+  $('#seek').onsubmit = async (e) => {
+    e.preventDefault();
+    const f = e.target;
+    const [minutes, increment] = f.pool.value.split('+').map(Number);
+    app.seek = { since: Date.now(), variant: f.variant.value };
+    // Matchmaking's pools (variant × time control × rated), as its service names them; the
+    // WebSocket messages (`seek`, `cancel_seek`, then `seeking` and `matched`) are not
+    // on main yet, so this shape follows the matchmaking service's own request.
+    const pool = { variant: f.variant.value, minutes, increment, rated: f.rated.checked };
+    const answer = await app.conn.send({ type: 'seek', pools: [pool] });
+    if (answer.type === 'error') {
+      app.seek = null;
+      render();
+      $('#seek-error').textContent = errorText(answer);
+    } else render();
+  };
+  const cancel = $('#cancel-seek');
+  if (cancel) {
+    cancel.onclick = () => {
+      app.conn.send({ type: 'cancel_seek' });
+      app.seek = null;
+      render();
+    };
+  }
+}
+
+function joinBoard(code) {
+  app.conn.send({ type: 'join_board', code }).then((answer) => {
+    if (answer.type === 'board_joined') location.replace(`/#/game/${answer.game_id}`);
+    else {
+      const el = $('#join-error');
+      if (el) el.textContent = errorText(answer);
+      else setNotice(errorText(answer));
+    }
+  });
+}
+
+// ---------------------------------------------------------------- game
+
+function myColor(g) {
+  return g.seat === 'white' ? 'w' : g.seat === 'black' ? 'b' : null;
+}
+
+function publicPos(g) {
+  return parseFen(g.fen, g.variant);
+}
+
+function clockMs(g, side) {
+  if (!g.clocks) return null;
+  const base = side === 'white' ? g.clocks.white_ms : g.clocks.black_ms;
+  if (g.clocks.running !== side || g.status !== 'playing') return base;
+  const serverNow = Date.now() - (app.clockOffset ?? g.clocks.receivedAt - g.clocks.at);
+  return Math.max(0, base - (serverNow - g.clocks.at));
+}
+
+function fmtClock(ms) {
+  const s = Math.ceil(ms / 1000);
+  if (ms < 10000) return `${Math.floor(ms / 60000)}:${String(Math.floor(ms / 1000) % 60).padStart(2, '0')}.${Math.floor((ms % 1000) / 100)}`;
+  return `${Math.floor(s / 60)}:${String(s % 60).padStart(2, '0')}`;
+}
+
+function playerLine(g, side) {
+  const p = g[side];
+  const ms = clockMs(g, side);
+  const low = ms !== null && ms < 20000;
+  const running = g.clocks && g.clocks.running === side && g.status === 'playing';
+  return `<div class="player ${side}" data-side="${side}">
+    <span class="name">${p ? esc(p.name) : t('waitingForOpponent')}${p && p.bot ? ` <span class="badge bot">${t('bot')}</span>` : ''}${p && p.guest ? ` <small>(${t('guest')})</small>` : ''}</span>
+    ${ms !== null ? `<span class="clock${low ? ' low' : ''}${running ? ' running' : ''}" data-clock="${side}" aria-label="${t('clockOf', { side: t(side) })}">${fmtClock(ms)}</span>` : ''}
+  </div>`;
+}
+
+function outcomeText(o) {
+  if (!o) return '';
+  const who = o.result === 'draw' ? t('draw') : o.result === 'aborted' ? t('aborted') : t('wins', { side: t(o.result) });
+  return `${who} — ${t('reason_' + o.reason)}`;
+}
+
+function renderGame() {
+  const main = $('#main.game-screen');
+  if (!main) return;
+  // Never rebuild the board under a piece being dragged: draw once it is dropped.
+  if (app.board && app.board.drag && app.board.el.isConnected) {
+    app.board.afterDrag = renderGame;
+    return;
+  }
+  const id = currentGameId();
+  const g = app.games.get(id);
+  if (!g) {
+    main.innerHTML = `<p class="loading">${t('loading')}</p><p id="notice" class="notice" ${app.notice ? '' : 'hidden'}>${esc(app.notice?.text || '')}</p>`;
+    if (app.conn && app.conn.ready && !app.opening) {
+      app.opening = id;
+      openGame(id);
+      setTimeout(() => (app.opening = null), 2000);
+    }
+    return;
+  }
+  // A piece picked up by a first click stays picked through a redraw.
+  const keepSelected = app.board && app.board.gameId === id && app.board.el.isConnected ? app.board.selected : -1;
+  const mine = myColor(g);
+  const orientation = g.seat === 'black' ? 'black' : 'white';
+  const top = orientation === 'white' ? 'black' : 'white';
+  const bottom = orientation;
+  const list = moveList(g.variant, g.moves);
+  const rows = [];
+  for (let i = 0; i < list.length; i += 2) {
+    const cell = (m, ply) => {
+      if (!m) return '<td></td>';
+      const extra = [];
+      if (m.reveal) extra.push(`<span class="reveal" title="${t('reveals', { role: roleName(ROLE_LETTER[m.reveal.role]) })}">${pieceIcon(ply % 2 === 0 ? 'w' : 'b', ROLE_LETTER[m.reveal.role], 16)}<span class="sr">${t('reveals', { role: roleName(ROLE_LETTER[m.reveal.role]) })}</span></span>`);
+      if (m.captured && m.captured.hidden) extra.push(`<span class="cap-hidden" title="${t('capturedHidden')}">×?</span>`);
+      return `<td data-ply="${ply + 1}"><span class="san">${esc(m.san)}</span>${extra.join('')}</td>`;
+    };
+    rows.push(`<tr><th>${i / 2 + 1}.</th>${cell(list[i], i)}${cell(list[i + 1], i + 1)}</tr>`);
+  }
+  const board0 = app.boards.get(id);
+  const waiting = g.status === 'waiting';
+  const inviteLink = board0 ? `${location.origin}/join/${board0.code}` : '';
+  const captured = g.capturedIdentities;
+  const opp = mine === 'w' ? 'b' : 'w';
+  const myUnaccounted = mine && unaccounted(g, mine);
+  const oppUnaccounted = mine && unaccounted(g, opp, captured);
+  const countList = (c, color) =>
+    c ? Object.entries(c).filter(([, n]) => n > 0).map(([r, n]) => `<span class="count" data-role="${r}">${pieceIcon(color, r, 20)}×${n}</span>`).join(' ') : '';
+  const playing = g.status === 'playing';
+  const myTurn = playing && mine && g.turn === g.seat;
+  const vsBot = (g.white && g.white.bot) || (g.black && g.black.bot);
+  const actions = [];
+  if (mine && playing) {
+    if (g.moves.length < 2) actions.push(`<button type="button" data-act="abort">${t('abort')}</button>`);
+    actions.push(`<button type="button" data-act="resign">${t('resign')}</button>`);
+    if (g.drawOffer && g.drawOffer !== g.seat) {
+      actions.push(`<button type="button" data-act="accept_draw" class="primary">${t('acceptDraw')}</button><button type="button" data-act="decline_draw">${t('declineDraw')}</button>`);
+    } else if (!g.drawOffer) actions.push(`<button type="button" data-act="offer_draw">${t('offerDraw')}</button>`);
+    // A bot is never away: no claim against it.
+    if (!g.clock && !vsBot) actions.push(`<button type="button" data-act="claim_victory">${t('claimVictory')}</button>`);
+    if (vsBot && g.variant !== 'hidden' && !g.rated) actions.push(`<button type="button" data-act="undo">${t('undo')}</button>`);
+  }
+  if (mine && waiting) actions.push(`<button type="button" data-act="abort">${t('cancelBoard')}</button>`);
+  main.innerHTML = `
+    <section class="play">
+      ${playerLine(g, top)}
+      <div id="board" class="board" data-variant="${g.variant}"></div>
+      ${playerLine(g, bottom)}
+    </section>
+    <aside class="side">
+      <p class="meta">${t('variant_' + g.variant)} · ${g.clock ? `${g.clock.minutes}+${g.clock.increment}` : t('noClock')} · ${g.rated ? t('rated') : t('casual')}${g.seat === 'spectator' ? ` · ${t('spectating')}` : ''}</p>
+      ${waiting && board0 ? `<div class="invite card"><p>${t('shareCode')}</p><p><code class="code" id="board-code">${esc(board0.code)}</code></p><p><input id="invite" readonly value="${esc(inviteLink)}" aria-label="${t('inviteLink')}"> <button type="button" id="copy">${t('copy')}</button></p></div>` : ''}
+      ${waiting && !board0 ? `<p>${t('waitingForOpponent')}</p>` : ''}
+      <p id="turn" class="turn" role="status">${g.status === 'finished' ? esc(outcomeText(g.outcome)) : playing ? (g.pendingPromotion ? t('promotionPending') : myTurn ? t('yourTurn') : t('turnOf', { side: t(g.turn) })) : ''}</p>
+      ${playing && g.drawOffer ? `<p class="draw-offer" role="status">${t('drawOffered', { side: t(g.drawOffer) })}</p>` : ''}
+      <p id="notice" class="notice" role="alert" ${app.notice && Date.now() - app.notice.at < 8000 ? '' : 'hidden'}>${esc(app.notice && Date.now() - app.notice.at < 8000 ? app.notice.text : '')}</p>
+      <div class="actions">${actions.join('')}</div>
+      ${mine && playing ? `<form id="move-input" class="move-input"><label>${t('typeMove')} <input name="move" autocomplete="off" aria-describedby="move-help"></label><button type="submit">${t('send')}</button><small id="move-help">${t('typeMoveHelp')}</small></form>` : ''}
+      ${mine && playing && g.variant === 'hidden' ? `<label class="advance">${t('advanceChoice')} <select id="advance">${options(['ask', 'q', 'r', 'b', 'n'], store.get('advance', 'ask'), (v) => (v === 'ask' ? t('askMe') : roleName(v)))}</select></label>` : ''}
+      <table class="moves" aria-label="${t('moves')}"><tbody>${rows.join('')}</tbody></table>
+      ${g.variant === 'hidden' && mine ? `
+        <div class="captured-ids" id="captured-ids"><h3>${t('capturedIdentities')}</h3>
+          ${captured.length ? captured.map((c) => `<span class="cid" data-square="${esc(c.square)}" data-role="${esc(c.role)}">${pieceIcon(opp, ROLE_LETTER[c.role], 22)} ${esc(c.square)} <span class="sr">${roleName(ROLE_LETTER[c.role])}</span></span>`).join(' ') : `<small>${t('none')}</small>`}</div>
+        <div class="unaccounted"><h3>${t('unaccountedMine')}</h3>${countList(myUnaccounted, mine)}<h3>${t('unaccountedTheirs')}</h3>${countList(oppUnaccounted, opp)}</div>` : ''}
+      ${g.variant === 'hidden' && g.commitment ? `<p class="commitment"><small>${t('commitment')}: <code>${esc(g.commitment.slice(0, 16))}…</code></small></p>` : ''}
+      <p><a href="#/">${t('backToLobby')}</a></p>
+    </aside>
+    ${g.pendingPromotion && myTurn ? promotionDialog(g) : ''}
+    ${g.status === 'finished' && app.dismissed !== g.id ? resultDialog(g) : ''}`;
+  const effects = app.effects.game === id && Date.now() < app.effects.until ? app.effects : { exploded: [], revealed: -1 };
+  const last = g.moves.length ? g.moves[g.moves.length - 1].uci : null;
+  const pos = publicPos(g);
+  app.board = new BoardView($('#board'), {
+    legalFrom: (sq) => (myTurn && !g.pendingPromotion ? legalMoves(pos).filter((m) => m.from === sq).map((m) => m.to) : []),
+    onMove: (from, to) => attemptMove(g, from, to),
+  });
+  app.board.gameId = id;
+  app.board.selected = keepSelected;
+  app.board.set({
+    fen: g.fen,
+    variant: g.variant,
+    orientation,
+    last: last ? [parseSquare(last.slice(0, 2)), parseSquare(last.slice(2, 4))] : null,
+    check: playing && !g.pendingPromotion && inCheck(pos),
+    movable: myTurn && !g.pendingPromotion,
+    exploded: effects.exploded.map(parseSquare),
+    revealed: effects.revealed,
+  });
+  bindGame(g);
+}
+
+function bindGame(g) {
+  for (const b of document.querySelectorAll('[data-act]')) {
+    b.onclick = async () => {
+      const act = b.dataset.act;
+      if (act === 'resign' && !confirm(t('confirmResign'))) return;
+      const message = { type: act, game_id: g.id };
+      if (act === 'undo') message.expected_version = g.version;
+      const answer = await app.conn.send(message);
+      if (answer.type === 'error') setNotice(errorText(answer));
+    };
+  }
+  const copy = $('#copy');
+  if (copy) copy.onclick = () => navigator.clipboard && navigator.clipboard.writeText($('#invite').value);
+  const adv = $('#advance');
+  if (adv) adv.onchange = () => store.set('advance', adv.value);
+  const form = $('#move-input');
+  if (form) {
+    form.onsubmit = (e) => {
+      e.preventDefault();
+      const text = form.move.value.trim();
+      const pos = publicPos(g);
+      const m = findMove(pos, text.toLowerCase()) || legalMoves(pos).find((x) => san(pos, x).replace(/[+#]/g, '') === text.replace(/[+#!?]/g, ''));
+      if (!m) {
+        setNotice(t('notLegal'));
+        return;
+      }
+      form.move.value = '';
+      sendMove(g, uciOf(m));
+    };
+  }
+  for (const b of document.querySelectorAll('[data-promote]')) {
+    b.onclick = () => {
+      if (g.pendingPromotion) {
+        app.conn.send({ type: 'promote', game_id: g.id, role: b.dataset.promote }).then((a) => a.type === 'error' && setNotice(errorText(a)));
+      } else if (app.promoting) {
+        const { from, to } = app.promoting;
+        app.promoting = null;
+        sendMove(g, squareName(from) + squareName(to) + b.dataset.promote);
+      }
+      $('#promotion')?.remove();
+    };
+  }
+  const close = $('#close-result');
+  if (close) close.onclick = () => {
+    app.dismissed = g.id;
+    renderGame();
+  };
+  const verify = $('#verify');
+  if (verify) {
+    verify.onclick = async () => {
+      const ok = await verifyShuffle(g.shuffle.salt, g.shuffle.layout, g.commitment || g.shuffle.commitment);
+      const same = !g.commitment || g.commitment === g.shuffle.commitment;
+      // Kept with the game, so that a redraw of the dialog keeps the answer.
+      app.verified = { id: g.id, ok: ok && same };
+      renderGame();
+    };
+  }
+}
+
+function attemptMove(g, from, to) {
+  const pos = publicPos(g);
+  const moves = legalMoves(pos).filter((m) => m.from === from && m.to === to);
+  if (!moves.length) {
+    setNotice(t('notLegal'));
+    renderGame();
+    return;
+  }
+  if (moves.some((m) => m.promotion)) {
+    app.promoting = { from, to };
+    document.body.insertAdjacentHTML('beforeend', promotionDialog(g, true));
+    bindGame(g);
+    return;
+  }
+  let text = uciOf(moves[0]);
+  // A hidden piece reaching the last rank might be a pawn: send the advance choice.
+  const piece = pos.board[from];
+  const last = pos.turn === 'w' ? 7 : 0;
+  const advance = store.get('advance', 'ask');
+  if (piece.hidden && rankOf(to) === last && advance !== 'ask') text += advance;
+  sendMove(g, text);
+}
+
+/** Sends a move as the screen shows the game (its version as `expected_version`). */
+function sendMove(g, text, version = g.version) {
+  app.conn.send({ type: 'move', game_id: g.id, uci: text, expected_version: version }).then((answer) => {
+    if (answer.type === 'error') setNotice(errorText(answer));
+  });
+}
+// The tests' way to send what a stale screen or a forged drag would (the server refuses it).
+app.debugMove = (text, version) => {
+  const g = app.games.get(currentGameId());
+  sendMove(g, text, version ?? g.version);
+};
+
+function promotionDialog(g, local = false) {
+  const color = myColor(g);
+  return `<div class="dialog" id="promotion" role="dialog" aria-modal="true" aria-labelledby="promo-title">
+    <div class="card"><h2 id="promo-title">${local ? t('choosePromotion') : t('revealedPawn')}</h2>
+    <div class="row">${['q', 'r', 'b', 'n'].map((r) => `<button type="button" data-promote="${r}" aria-label="${roleName(r)}">${pieceIcon(color, r, 48)}</button>`).join('')}</div></div></div>`;
+}
+
+function resultDialog(g) {
+  let layout = '';
+  if (g.shuffle) {
+    // The initial layout, drawn as a start position of true identities.
+    const [w, b] = g.shuffle.layout.split('/');
+    const wSq = ['a1', 'b1', 'c1', 'd1', 'f1', 'g1', 'h1', 'a2', 'b2', 'c2', 'd2', 'e2', 'f2', 'g2', 'h2'];
+    const bSq = ['a8', 'b8', 'c8', 'd8', 'f8', 'g8', 'h8', 'a7', 'b7', 'c7', 'd7', 'e7', 'f7', 'g7', 'h7'];
+    const cell = (sq, ch, color) => `<span class="lay" data-square="${sq}">${pieceIcon(color, ch.toLowerCase(), 22)}<small>${sq}</small></span>`;
+    layout = `<h3>${t('revealedLayout')}</h3><div class="layout">${[...b].map((c, i) => cell(bSq[i], c, 'b')).join('')}</div><div class="layout">${[...w].map((c, i) => cell(wSq[i], c, 'w')).join('')}</div>
+      <p><button type="button" id="verify">${t('verifyShuffle')}</button> <span id="verify-result" role="status" class="${app.verified?.id === g.id ? (app.verified.ok ? 'ok' : 'error') : ''}">${app.verified?.id === g.id ? t(app.verified.ok ? 'shuffleVerified' : 'shuffleMismatch') : ''}</span></p>`;
+  }
+  return `<div class="dialog result" id="result" role="dialog" aria-modal="true" aria-labelledby="result-title">
+    <div class="card"><h2 id="result-title">${esc(outcomeText(g.outcome))}</h2>${layout}
+    <p class="row"><a href="#/record/${g.id}">${t('viewRecord')}</a> <a href="#/">${t('backToLobby')}</a> <button type="button" id="close-result">${t('close')}</button></p></div></div>`;
+}
+
+// Clocks tick between frames from the last reading.
+setInterval(() => {
+  const g = app.games.get(currentGameId());
+  if (!g || !g.clocks) return;
+  for (const side of ['white', 'black']) {
+    const el = document.querySelector(`[data-clock="${side}"]`);
+    if (!el) continue;
+    const ms = clockMs(g, side);
+    el.textContent = fmtClock(ms);
+    el.classList.toggle('low', ms < 20000);
+  }
+  if (app.seek) {
+    const w = $('#seek-wait');
+    if (w) w.textContent = `${Math.floor((Date.now() - app.seek.since) / 1000)} s`;
+  }
+}, 100);
+
+// ---------------------------------------------------------------- dashboard
+
+function ratingChart(points) {
+  if (points.length < 1) return `<p><small>${t('noRatedGames')}</small></p>`;
+  const values = [1500, ...points.map((p) => p.rating)];
+  const lo = Math.min(...values) - 20;
+  const hi = Math.max(...values) + 20;
+  const x = (i) => 10 + (i * 280) / Math.max(1, values.length - 1);
+  const y = (v) => 110 - ((v - lo) / (hi - lo)) * 100;
+  const path = values.map((v, i) => `${i ? 'L' : 'M'}${x(i).toFixed(1)} ${y(v).toFixed(1)}`).join(' ');
+  return `<svg class="chart" viewBox="0 0 300 120" role="img" aria-label="${t('ratingHistory')}"><path d="${path}" fill="none"/>${values.map((v, i) => `<circle cx="${x(i).toFixed(1)}" cy="${y(v).toFixed(1)}" r="3"><title>${Math.round(v)}</title></circle>`).join('')}</svg>`;
+}
+
+async function renderDashboard(id) {
+  const main = $('#main.dashboard');
+  main.innerHTML = `<p class="loading">${t('loading')}</p>`;
+  try {
+    const player = await api(`/api/players/${id}`);
+    const variant = app.dashVariant || 'standard';
+    const [history, games] = await Promise.all([
+      api(`/api/players/${id}/rating-history?variant=${variant}`),
+      api(`/api/players/${id}/games?limit=10${app.dashBefore ? `&before=${encodeURIComponent(app.dashBefore)}` : ''}`),
+    ]);
+    const changes = new Map();
+    history.points.forEach((p, i) => changes.set(p.game_id, p.rating - (i ? history.points[i - 1].rating : 1500)));
+    const ratings = VARIANTS.map((v) => {
+      const r = player.ratings[v];
+      return `<tr><th>${t('variant_' + v)}</th><td class="rating" data-variant="${v}">${Math.round(r.rating)}${r.provisional ? `<abbr title="${t('provisional')}">?</abbr>` : ''}</td><td>${r.games}</td><td>${r.wins}/${r.draws}/${r.losses}</td></tr>`;
+    }).join('');
+    const rows = games.games.map((gm) => {
+      const me = gm.white.id === id ? 'white' : 'black';
+      const res = gm.result === 'draw' ? '½' : gm.result === 'aborted' ? '–' : gm.result === me ? '1' : '0';
+      const change = gm.rated && gm.variant === variant && changes.has(gm.id) ? changes.get(gm.id) : null;
+      return `<tr><td><a href="#/record/${gm.id}">${new Date(gm.ended_at).toLocaleString(lang())}</a></td><td>${t('variant_' + gm.variant)}</td><td>${esc(gm.white.name)} ${t('vs')} ${esc(gm.black.name)}</td><td>${res}</td><td>${gm.rated ? t('rated') : t('casual')}</td><td class="change">${change === null ? '' : `${change >= 0 ? '+' : '−'}${Math.abs(Math.round(change))}`}</td></tr>`;
+    }).join('');
+    main.innerHTML = `<section class="card"><h1>${esc(player.name)}${player.guest ? ` <small>(${t('guest')})</small>` : ''}</h1>
+      <table class="ratings"><thead><tr><th>${t('variant')}</th><th>${t('rating')}</th><th>${t('games')}</th><th>${t('winsDrawsLosses')}</th></tr></thead><tbody>${ratings}</tbody></table></section>
+      <section class="card"><h2>${t('ratingHistory')}</h2>
+      <label>${t('variant')} <select id="dash-variant">${options(VARIANTS, variant, (v) => t('variant_' + v))}</select></label>${ratingChart(history.points)}</section>
+      <section class="card"><h2>${t('games')}</h2><table class="games"><thead><tr><th>${t('date')}</th><th>${t('variant')}</th><th>${t('players')}</th><th>${t('result')}</th><th></th><th>${t('ratingChange')}</th></tr></thead><tbody>${rows || `<tr><td colspan="6">${t('none')}</td></tr>`}</tbody></table>
+      <p class="row">${app.dashBefore ? `<button type="button" id="first-page">${t('firstPage')}</button>` : ''}${games.next ? `<button type="button" id="next-page" data-next="${esc(games.next)}">${t('older')}</button>` : ''}</p></section>`;
+    $('#dash-variant').onchange = (e) => {
+      app.dashVariant = e.target.value;
+      renderDashboard(id);
+    };
+    const next = $('#next-page');
+    if (next) next.onclick = () => {
+      app.dashBefore = next.dataset.next;
+      renderDashboard(id);
+    };
+    const first = $('#first-page');
+    if (first) first.onclick = () => {
+      app.dashBefore = null;
+      renderDashboard(id);
+    };
+  } catch (e) {
+    main.innerHTML = `<p class="error">${esc(apiErrorText(e))}</p>`;
+  }
+}
+
+async function renderLeaderboard() {
+  const main = $('#main.leaderboard');
+  const variant = app.boardVariant || 'standard';
+  try {
+    const lb = await api(`/api/leaderboard?variant=${variant}`);
+    const rows = lb.players.map((p, i) => `<tr><td>${i + 1}</td><td><a href="#/player/${p.id}">${esc(p.name)}</a></td><td>${Math.round(p.rating)}</td><td>${p.rated_games}</td></tr>`).join('');
+    main.innerHTML = `<section class="card"><h1>${t('leaderboard')}</h1><label>${t('variant')} <select id="lb-variant">${options(VARIANTS, variant, (v) => t('variant_' + v))}</select></label>
+      <table><thead><tr><th>#</th><th>${t('player')}</th><th>${t('rating')}</th><th>${t('games')}</th></tr></thead><tbody>${rows || `<tr><td colspan="4">${t('leaderboardEmpty')}</td></tr>`}</tbody></table></section>`;
+    $('#lb-variant').onchange = (e) => {
+      app.boardVariant = e.target.value;
+      renderLeaderboard();
+    };
+  } catch (e) {
+    main.innerHTML = `<p class="error">${esc(apiErrorText(e))}</p>`;
+  }
+}
+
+async function renderRecord(id) {
+  const main = $('#main.record');
+  main.innerHTML = `<p class="loading">${t('loading')}</p>`;
+  let rec;
+  try {
+    rec = await api(`/api/games/${id}`);
+  } catch (e) {
+    main.innerHTML = `<p class="error">${esc(apiErrorText(e))}</p>`;
+    return;
+  }
+  // Replay with the published layout: every position of the game, public as it was shown.
+  const positions = [startPosition(rec.variant)];
+  let pos = positions[0];
+  const moves = rec.moves.map((m) => ({ uci: m.uci, reveal: m.reveal_square ? { square: m.reveal_square, role: m.reveal_role } : null, captured: null }));
+  for (const m of moves) {
+    const found = findMove(pos, m.uci) || findMove(pos, m.uci.slice(0, 4));
+    if (!found) break;
+    const promotion = m.uci.length === 5 ? m.uci[4] : undefined;
+    pos = play(pos, promotion && !found.promotion ? { ...found, promotion } : found, m.reveal ? ROLE_LETTER[m.reveal.role] : undefined);
+    pos.lastMove = [found.from, found.to];
+    positions.push(pos);
+  }
+  let ply = positions.length - 1;
+  const list = moveList(rec.variant, moves);
+  const draw = () => {
+    main.innerHTML = `<section class="play"><div id="board" class="board"></div>
+      <div class="row replay"><button type="button" id="r-first" aria-label="${t('first')}">⏮</button><button type="button" id="r-prev" aria-label="${t('previous')}">◀</button><span>${ply}/${positions.length - 1}</span><button type="button" id="r-next" aria-label="${t('next')}">▶</button><button type="button" id="r-last" aria-label="${t('last')}">⏭</button></div></section>
+      <aside class="side card"><h1>${esc(rec.white.name)} ${t('vs')} ${esc(rec.black.name)}</h1><p>${t('variant_' + rec.variant)} · ${rec.rated ? t('rated') : t('casual')} · ${esc(outcomeText({ result: rec.result, reason: rec.outcome.replace(/^(white|black|draw)-/, '') }))}</p>
+      <p class="movetext">${list.map((m, i) => `${i % 2 === 0 ? `${i / 2 + 1}. ` : ''}<span class="${i + 1 === ply ? 'current' : ''}">${esc(m.san)}</span>`).join(' ')}</p>
+      <p><a href="/api/games/${id}/pgn" download="frontier-${id}.pgn">${t('downloadPgn')}</a></p></aside>`;
+    const view = new BoardView($('#board'), { legalFrom: () => [], onMove: () => {} });
+    view.set({ fen: toFenSafe(positions[ply], rec), variant: rec.variant, orientation: 'white', last: positions[ply].lastMove || null });
+    $('#r-first').onclick = () => ((ply = 0), draw());
+    $('#r-prev').onclick = () => ((ply = Math.max(0, ply - 1)), draw());
+    $('#r-next').onclick = () => ((ply = Math.min(positions.length - 1, ply + 1)), draw());
+    $('#r-last').onclick = () => ((ply = positions.length - 1), draw());
+  };
+  draw();
+}
+
+function toFenSafe(pos, rec) {
+  return pos === undefined ? rec.final_fen : toFen(pos);
+}
+
+// ---------------------------------------------------------------- start
+
+function start() {
+  setLang(store.get('lang', detectLang()));
+  const token = store.get('token');
+  if (token && tokenValid(token)) {
+    app.token = token;
+    app.player = store.get('player');
+    for (const [id, board] of store.get('boards', [])) app.boards.set(id, board);
+  }
+  const join = location.pathname.match(/^\/join\/([\w-]+)/);
+  if (join) {
+    app.pendingJoin = join[1].toUpperCase();
+    history.replaceState(null, '', '/');
+  }
+  window.addEventListener('hashchange', () => {
+    app.notice = null;
+    render();
+  });
+  if (app.token) connect();
+  else if (app.pendingJoin) app.flash = t('enterToJoin');
+  render();
+}
+
+start();

@@ -1,0 +1,562 @@
+// The web client in a real Chromium (Debian's `chromium`, driven by playwright-core)
+// against a `frontier dev --memory` this test starts on a free port. Run by
+// `make browser-test` (part of `make test`); FRONTIER_BIN names the `frontier` binary,
+// built with `--features test-hooks` (the fixed hidden layout). Screenshots of each
+// screen go to web/tests/out/screenshots/.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { existsSync, mkdirSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+
+const HERE = fileURLToPath(new URL('.', import.meta.url));
+const SHOTS = `${HERE}out/screenshots/`;
+const BIN = process.env.FRONTIER_BIN || `${HERE}../../target/debug/frontier`;
+const CHROMIUM = process.env.CHROMIUM || ['/usr/bin/chromium', '/usr/bin/chromium-browser'].find((p) => existsSync(p));
+// White: a1 pawn, b1 queen, c1 bishop, d1 rook, f1 bishop, g1 rook, h1 knight, a2 knight,
+// b2–h2 pawns. Black: a8 rook, b8 knight, c8 bishop, d8 queen, f8 bishop, g8 rook, h8 pawn,
+// a7 knight, b7–h7 pawns. (As tests/tests/scenarios.rs.)
+const LAYOUT = 'PQBRBRNNPPPPPPP/rnbqbrpnppppppp';
+const WAIT = 20000;
+// One clock "minute" of the test server: a 1-minute game starts just above the
+// low-time warning (20 s).
+
+let server;
+let base;
+let browser;
+let chromium;
+const SKIP = !CHROMIUM ? 'SKIPPED: no Chromium found (install Debian\'s `chromium`, or set CHROMIUM=path)' : null;
+if (SKIP) console.log(`\n*** browser tests ${SKIP} ***\n`);
+
+before(async () => {
+  if (SKIP) return;
+  ({ chromium } = await import('playwright-core'));
+  mkdirSync(SHOTS, { recursive: true });
+  assert.ok(existsSync(BIN), `no frontier binary at ${BIN} (set FRONTIER_BIN)`);
+  server = spawn(BIN, ['dev', '--memory', '--listen', '127.0.0.1:0', '--test-fixed-layout', LAYOUT, '--test-clock-minute', '21s', '--hash-threads', '2'], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+    env: { ...process.env, RUST_LOG: process.env.RUST_LOG || 'warn' },
+  });
+  base = await new Promise((resolve, reject) => {
+    let out = '';
+    server.stdout.on('data', (d) => {
+      out += d;
+      const m = out.match(/running at (http:\/\/[\d.:]+)\//);
+      if (m) resolve(m[1]);
+    });
+    server.on('exit', (code) => reject(new Error(`frontier dev exited (${code})`)));
+  });
+  browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox', '--disable-gpu'] });
+});
+
+after(async () => {
+  if (browser) await browser.close();
+  if (server) server.kill('SIGTERM');
+});
+
+/** A browser context (its own storage: one player) with a page on the client. */
+async function player(viewport = { width: 1200, height: 900 }) {
+  const context = await browser.newContext({ viewport, locale: 'en-US' });
+  const page = await context.newPage();
+  const received = [];
+  // The frames as the browser received them, independently of the client's own code.
+  page.on('websocket', (ws) => ws.on('framereceived', (f) => {
+    try {
+      received.push(JSON.parse(f.payload));
+    } catch {
+      /* not JSON */
+    }
+  }));
+  page.on('pageerror', (e) => console.error('page error:', e.message));
+  await page.goto(base + '/');
+  return { context, page, received };
+}
+
+async function enterAsGuest(page) {
+  await page.click('#guest');
+  await page.waitForFunction(() => window.frontier.status === 'online', null, { timeout: WAIT });
+}
+
+async function register(page, name) {
+  await page.fill('input[name=username]', name);
+  await page.fill('input[name=password]', 'correct horse battery 9');
+  await page.click('button[name=register]');
+  await page.waitForFunction(() => window.frontier.status === 'online', null, { timeout: WAIT });
+}
+
+/** Creates a private board from the lobby form; returns {id, code}. */
+async function createBoard(page, { variant, color = 'white', rated = false, minutes = 0 }) {
+  await page.selectOption('#create select[name=variant]', variant);
+  await page.fill('#create input[name=minutes]', String(minutes));
+  await page.selectOption('#create select[name=color]', color);
+  if (rated) await page.check('#create input[name=rated]');
+  await page.click('#create button[type=submit]');
+  await page.waitForSelector('#board-code', { timeout: WAIT });
+  const code = await page.textContent('#board-code');
+  const id = page.url().split('#/game/')[1];
+  return { id, code };
+}
+
+async function joinByCode(page, code) {
+  await page.fill('#join input[name=code]', code);
+  await page.click('#join button[type=submit]');
+  await page.waitForSelector('#board svg', { timeout: WAIT });
+}
+
+const plies = (page) => page.evaluate(() => {
+  const g = window.frontier.games.get(location.hash.split('/')[2]);
+  return g ? g.moves.length : -1;
+});
+
+async function waitPlies(page, n) {
+  await page.waitForFunction((n) => {
+    const g = window.frontier.games.get(location.hash.split('/')[2]);
+    return g && g.moves.length >= n;
+  }, n, { timeout: WAIT });
+}
+
+/** Plays `uci` by clicking its two squares, and waits until both pages show it. */
+async function clickMove(mover, other, uci) {
+  const n = await plies(mover);
+  await mover.click(`[data-square="${uci.slice(0, 2)}"]`);
+  await mover.click(`[data-square="${uci.slice(2, 4)}"]`);
+  try {
+    await waitPlies(mover, n + 1);
+    await waitPlies(other, n + 1);
+  } catch (e) {
+    await shot(mover, `failed-${uci}-mover`);
+    await shot(other, `failed-${uci}-other`);
+    throw new Error(`${uci} was not played: ${e.message}`);
+  }
+}
+
+/** Where an element is on screen (the board may be redrawn meanwhile: try again). */
+async function boxOf(page, selector) {
+  for (let i = 0; i < 50; i++) {
+    const box = await page.locator(selector).boundingBox().catch(() => null);
+    if (box) return box;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  throw new Error(`${selector} is not on screen`);
+}
+
+const gameState = (page) => page.evaluate(() => {
+  const g = window.frontier.games.get(location.hash.split('/')[2]);
+  return JSON.parse(JSON.stringify(g));
+});
+
+/** What the DOM of `page` shows as pieces: {square: {piece, hidden}}. */
+const shownPieces = (page) => page.evaluate(() => Object.fromEntries(
+  [...document.querySelectorAll('[data-piece]')].map((e) => [e.dataset.on, { piece: e.dataset.piece, hidden: !!e.dataset.hidden }]),
+));
+
+const APPARENT = (sq) => {
+  const r = sq[1];
+  if (r === '2' || r === '7') return 'p';
+  return 'rnbqkbnr'['abcdefgh'.indexOf(sq[0])];
+};
+
+/**
+ * The client shows no identity it was not sent: every hidden piece it draws is drawn as
+ * its apparent role, the captured identities it shows are exactly those its frames
+ * carried, and its state's identities equal the frames'.
+ */
+async function checkNoUnsentIdentity(p, gameId) {
+  const frames = p.received.filter((f) => f.game_id === gameId);
+  const sent = [];
+  for (const f of frames) {
+    if (f.type === 'game') sent.splice(0, sent.length, ...f.game.captured_identities.map((c) => `${c.square}:${c.role}`));
+    if (f.type === 'event' && f.event.captured_identity) {
+      const key = `${f.event.captured.square}:${f.event.captured_identity}`;
+      if (!sent.includes(key)) sent.push(key);
+    }
+  }
+  const state = await gameState(p.page);
+  assert.deepEqual(state.capturedIdentities.map((c) => `${c.square}:${c.role}`).sort(), sent.sort());
+  const shown = await p.page.evaluate(() => [...document.querySelectorAll('.cid')].map((e) => `${e.dataset.square}:${e.dataset.role}`));
+  assert.deepEqual(shown.sort(), sent.sort());
+  for (const [sq, { piece, hidden }] of Object.entries(await shownPieces(p.page))) {
+    if (hidden) assert.equal(piece[1], APPARENT(sq), `hidden piece on ${sq} drawn as ${piece}`);
+  }
+  // Every revealed identity on the board came from a reveal the frames carried (or the
+  // position a frame sent).
+  const lastFen = state.fen;
+  const frameFens = frames.flatMap((f) => (f.type === 'game' ? [f.game.fen] : f.event && f.event.fen ? [f.event.fen] : []));
+  assert.ok(frameFens.includes(lastFen), 'the board shows a position the server sent');
+  return sent;
+}
+
+async function shot(page, name) {
+  await page.screenshot({ path: `${SHOTS}${name}.png` });
+}
+
+test('enter, and the language switch shows Italian', { skip: SKIP || false }, async () => {
+  const { context, page } = await player();
+  await shot(page, '01-enter');
+  await page.selectOption('#lang', 'it');
+  await page.waitForSelector('text=Gioca come ospite');
+  assert.equal(await page.textContent('#guest'), 'Gioca come ospite');
+  assert.equal(await page.evaluate(() => document.documentElement.lang), 'it');
+  await enterAsGuest(page);
+  await page.waitForSelector('text=Scacchiera privata');
+  await shot(page, '02-lobby-italian');
+  // The choice is kept across a reload.
+  await page.reload();
+  await page.waitForSelector('text=Scacchiera privata');
+  await context.close();
+});
+
+test('a private hidden game by code, to checkmate through clicks: reveals drawn, captured identities to the capturer only, a reload resumes, refused moves recovered', { skip: SKIP || false }, async () => {
+  const white = await player();
+  const black = await player();
+  await enterAsGuest(white.page);
+  await enterAsGuest(black.page);
+  const { id, code } = await createBoard(white.page, { variant: 'hidden' });
+  await shot(white.page, '03-board-waiting');
+  // The code stays on screen across a reload while the board waits.
+  await white.page.reload();
+  await white.page.waitForSelector('#board-code', { timeout: WAIT });
+  assert.equal(await white.page.textContent('#board-code'), code);
+  assert.match(await white.page.inputValue('#invite'), new RegExp(`/join/${code}$`));
+  await joinByCode(black.page, code);
+  await white.page.waitForFunction(() => [...window.frontier.games.values()].some((g) => g.status === 'playing'), null, { timeout: WAIT });
+  // A spectator watches by the game's link.
+  const watcher = await player();
+  await enterAsGuest(watcher.page);
+  await watcher.page.goto(`${base}/#/game/${id}`);
+  await watcher.page.waitForSelector('#board svg', { timeout: WAIT });
+  assert.match(await watcher.page.textContent('.meta'), /watching/);
+  // Every piece but the kings is hidden, drawn as its apparent role with a mark.
+  const start = await shownPieces(white.page);
+  assert.equal(Object.values(start).filter((p) => p.hidden).length, 30);
+  assert.equal(await white.page.locator('[data-hidden] .hidden-mark').count(), 30);
+  assert.equal(await black.page.evaluate(() => window.frontier.board.opts.orientation), 'black');
+
+  // 1. e4 e5 2. Bc4 (f1 is a bishop) Qh4 (d8 is a queen)
+  const line = [
+    ['e2e4', 'p'], ['e7e5', 'p'], ['f1c4', 'b'], ['d8h4', 'q'],
+  ];
+  for (const [i, [uci, role]] of line.entries()) {
+    const [mover, other] = i % 2 === 0 ? [white, black] : [black, white];
+    await clickMove(mover.page, other.page, uci);
+    for (const p of [white, black]) {
+      const pieces = await shownPieces(p.page);
+      // The reveal is drawn: the piece stands revealed as its true role.
+      assert.deepEqual(pieces[uci.slice(2, 4)], { piece: (i % 2 === 0 ? 'w' : 'b') + role, hidden: false }, uci);
+      assert.equal(await p.page.locator(`td[data-ply="${i + 1}"] .reveal`).count(), 1, `reveal of ${uci} in the move list`);
+    }
+  }
+  await shot(white.page, '04-hidden-game');
+
+  // An illegal drag is refused by the client itself; nothing is sent, nothing changes.
+  const before = await gameState(white.page);
+  const box = await boxOf(white.page, '[data-square="e1"]');
+  const to = await boxOf(white.page, '[data-square="e3"]');
+  await white.page.mouse.move(box.x + box.width / 2, box.y + box.height / 2);
+  await white.page.mouse.down();
+  await white.page.mouse.move(to.x + to.width / 2, to.y + to.height / 2, { steps: 5 });
+  await white.page.mouse.up();
+  await white.page.waitForSelector('#notice:not([hidden])');
+  assert.equal((await gameState(white.page)).version, before.version);
+  // A forged move (an illegal one sent as a broken screen would) and a stale one (sent
+  // for a version that is gone) are refused by the server; the client shows why and
+  // reloads the server's state.
+  await white.page.evaluate(() => window.frontier.debugMove('e1e3'));
+  await white.page.waitForFunction(() => document.querySelector('#notice')?.textContent.includes('server refused'), null, { timeout: WAIT });
+  await white.page.evaluate((v) => window.frontier.debugMove('b1c3', v - 1), before.version);
+  await white.page.waitForFunction(() => document.querySelector('#notice')?.textContent.includes('moved on'), null, { timeout: WAIT });
+  await shot(white.page, '05-refused-move');
+  const afterRefusal = await gameState(white.page);
+  assert.equal(afterRefusal.version, before.version);
+  assert.equal(afterRefusal.fen, before.fen);
+
+  // 3. Bxf7+ takes a hidden pawn: White learns it, Black does not.
+  await clickMove(white.page, black.page, 'c4f7');
+  await white.page.waitForSelector('.cid[data-square="f7"][data-role="pawn"]', { timeout: WAIT });
+  assert.equal(await black.page.locator('.cid').count(), 0);
+  assert.equal(await white.page.locator('.cap-hidden').count(), 1);
+
+  // A reload mid-game resumes it: same position, same moves, same private knowledge.
+  const beforeReload = await gameState(white.page);
+  await white.page.reload();
+  await white.page.waitForFunction((v) => {
+    const g = window.frontier.games.get(location.hash.split('/')[2]);
+    return g && g.version >= v;
+  }, beforeReload.version, { timeout: WAIT });
+  const resumed = await gameState(white.page);
+  assert.equal(resumed.fen, beforeReload.fen);
+  assert.deepEqual(resumed.moves, beforeReload.moves);
+  assert.deepEqual(resumed.capturedIdentities, beforeReload.capturedIdentities);
+  await white.page.waitForSelector('.cid[data-square="f7"]');
+
+  // A dropped connection: Black's socket closes, White moves meanwhile, and Black
+  // reconnects (with backoff) and resumes from the last version it saw.
+  await clickMove(black.page, white.page, 'e8f7');
+  await black.page.evaluate(() => window.frontier.conn.drop());
+  const seen = await plies(white.page);
+  await white.page.click('[data-square="h2"]');
+  await white.page.click('[data-square="h3"]');
+  await waitPlies(white.page, seen + 1);
+  await black.page.waitForFunction(() => window.frontier.status === 'online', null, { timeout: WAIT });
+  await waitPlies(black.page, seen + 1);
+  assert.deepEqual((await gameState(black.page)).fen, (await gameState(white.page)).fen);
+  await clickMove(black.page, white.page, 'f8c5');
+  await clickMove(white.page, black.page, 'a2a3');
+  // 6... Qxf2# takes a hidden pawn: Black learns it, White does not.
+  await clickMove(black.page, white.page, 'h4f2');
+  for (const p of [white, black]) {
+    await p.page.waitForSelector('#result', { timeout: WAIT });
+    assert.match(await p.page.textContent('#result-title'), /Black wins — checkmate/);
+  }
+  assert.equal(await black.page.locator('.cid[data-square="f2"][data-role="pawn"]').count(), 1);
+  assert.equal(await white.page.locator('.cid[data-square="f2"]').count(), 0);
+  assert.equal(await black.page.locator('.cid[data-square="f7"]').count(), 0);
+  await watcher.page.waitForSelector('#result', { timeout: WAIT });
+  assert.deepEqual(await checkNoUnsentIdentity(watcher, id), []);
+  assert.equal(await watcher.page.locator('.cid').count(), 0);
+  assert.equal(await watcher.page.locator('.cap-hidden').count(), 2);
+  await watcher.context.close();
+  const whiteSent = await checkNoUnsentIdentity(white, id);
+  const blackSent = await checkNoUnsentIdentity(black, id);
+  assert.deepEqual(whiteSent, ['f7:pawn']);
+  assert.deepEqual(blackSent, ['f2:pawn']);
+  // The result shows the layout, and the browser checks it against the commitment.
+  await white.page.click('#verify');
+  await white.page.waitForSelector('#verify-result.ok', { timeout: WAIT });
+  assert.equal(await white.page.locator('.lay').count(), 30);
+  await shot(white.page, '06-result-verified');
+  await shot(black.page, '07-result-black');
+  await white.context.close();
+  await black.context.close();
+});
+
+test('a finished rated game shows its rating change in the dashboard', { skip: SKIP || false }, async () => {
+  const suffix = Math.random().toString(36).slice(2, 7);
+  const alice = await player();
+  const bob = await player();
+  await register(alice.page, `alice${suffix}`);
+  await register(bob.page, `bob${suffix}`);
+  await createBoard(alice.page, { variant: 'standard', color: 'white', rated: true });
+  // Bob follows the invite link.
+  await bob.page.goto(await alice.page.inputValue('#invite'));
+  await bob.page.waitForSelector('#board svg', { timeout: WAIT });
+  await alice.page.waitForFunction(() => [...window.frontier.games.values()].some((g) => g.status === 'playing'), null, { timeout: WAIT });
+  // Fool's mate: Black wins.
+  await clickMove(alice.page, bob.page, 'f2f3');
+  await clickMove(bob.page, alice.page, 'e7e5');
+  await clickMove(alice.page, bob.page, 'g2g4');
+  await clickMove(bob.page, alice.page, 'd8h4');
+  await bob.page.waitForSelector('#result', { timeout: WAIT });
+  await bob.page.click('#close-result');
+  await bob.page.click('a[data-nav=dashboard]');
+  // The rating service records the game a moment after its end: reload until it shows.
+  const deadline = Date.now() + WAIT;
+  let change = '';
+  while (Date.now() < deadline) {
+    await bob.page.waitForSelector('#main.dashboard table', { timeout: WAIT });
+    change = (await bob.page.locator('.games td.change').first().textContent().catch(() => '')) || '';
+    if (change.startsWith('+')) break;
+    await new Promise((r) => setTimeout(r, 300));
+    await bob.page.reload();
+  }
+  assert.match(change, /^\+\d+$/);
+  assert.match(await bob.page.textContent('.rating[data-variant="standard"]'), /^1[6-7]\d\d\?$/);
+  await bob.page.waitForSelector('.chart');
+  await shot(bob.page, '08-dashboard');
+  await bob.page.click('.games a');
+  await bob.page.waitForSelector('#main.record #board svg');
+  assert.match(await bob.page.textContent('.movetext'), /Qh4#/);
+  await shot(bob.page, '09-game-record');
+  await bob.page.goto(base + '/#/leaderboard');
+  await bob.page.waitForSelector('#main.leaderboard table');
+  await shot(bob.page, '10-leaderboard');
+  await alice.context.close();
+  await bob.context.close();
+});
+
+test('a phone-sized screen has no horizontal scroll; dark mode and a board theme', { skip: SKIP || false }, async () => {
+  const a = await player({ width: 390, height: 844 });
+  const b = await player();
+  await enterAsGuest(a.page);
+  await enterAsGuest(b.page);
+  const scroll = () => a.page.evaluate(() => document.documentElement.scrollWidth);
+  assert.ok((await scroll()) <= 390, `lobby is ${await scroll()} px wide`);
+  const { code } = await createBoard(a.page, { variant: 'atomic' });
+  await joinByCode(b.page, code);
+  await a.page.waitForFunction(() => [...window.frontier.games.values()].some((g) => g.status === 'playing'), null, { timeout: WAIT });
+  await a.page.click('#dark');
+  await a.page.selectOption('#theme', 'brown');
+  assert.equal(await a.page.evaluate(() => document.documentElement.classList.contains('dark')), true);
+  assert.ok((await scroll()) <= 390, `game screen is ${await scroll()} px wide`);
+  // Moves can be typed.
+  await a.page.fill('#move-input input', 'e4');
+  await a.page.press('#move-input input', 'Enter');
+  await waitPlies(b.page, 1);
+  await shot(a.page, '11-phone-dark');
+  // Atomic: a capture explodes, drawn on both boards as it happens.
+  await clickMove(b.page, a.page, 'd7d5');
+  await clickMove(a.page, b.page, 'e4d5');
+  for (const p of [a, b]) {
+    await p.page.waitForSelector('[data-boom="d5"]', { timeout: WAIT });
+    const pieces = await shownPieces(p.page);
+    assert.equal(pieces.d5, undefined);
+    assert.equal(pieces.e4, undefined);
+  }
+  await shot(b.page, '12-atomic-explosion');
+  await a.context.close();
+  await b.context.close();
+});
+
+test('a hidden piece that reveals as a pawn on the last rank pauses for the promotion choice', { skip: SKIP || false }, async () => {
+  const white = await player();
+  const black = await player();
+  await enterAsGuest(white.page);
+  await enterAsGuest(black.page);
+  const { code } = await createBoard(white.page, { variant: 'hidden' });
+  await joinByCode(black.page, code);
+  await white.page.waitForFunction(() => [...window.frontier.games.values()].some((g) => g.status === 'playing'), null, { timeout: WAIT });
+  // a2 and a7 are knights: they leave the a-file; the a1 "rook" is a pawn.
+  await clickMove(white.page, black.page, 'a2a4');
+  await clickMove(black.page, white.page, 'a7a5');
+  await clickMove(white.page, black.page, 'a4c5');
+  await clickMove(black.page, white.page, 'a5c6');
+  await clickMove(white.page, black.page, 'a1a8');
+  await white.page.waitForSelector('#promotion', { timeout: WAIT });
+  assert.match(await white.page.textContent('#promo-title'), /pawn on the last rank/);
+  assert.equal(await black.page.locator('#promotion').count(), 0);
+  assert.match(await black.page.textContent('#turn'), /choose its promotion/);
+  await shot(white.page, '13-promotion-on-reveal');
+  // The capture of the hidden a8 rook is White's to know.
+  await white.page.waitForSelector('.cid[data-square="a8"][data-role="rook"]');
+  await white.page.click('[data-promote="n"]');
+  for (const p of [white, black]) {
+    await p.page.waitForFunction(() => {
+      const g = window.frontier.games.get(location.hash.split('/')[2]);
+      return g && !g.pendingPromotion && g.turn === 'black';
+    }, null, { timeout: WAIT });
+    assert.deepEqual((await shownPieces(p.page)).a8, { piece: 'wn', hidden: false });
+  }
+  assert.equal((await gameState(black.page)).moves[4].uci, 'a1a8n');
+  await white.context.close();
+  await black.context.close();
+});
+
+test('clocks tick from the server readings and warn on low time', { skip: SKIP || false }, async () => {
+  const white = await player();
+  const black = await player();
+  await enterAsGuest(white.page);
+  await enterAsGuest(black.page);
+  const { code } = await createBoard(white.page, { variant: 'standard', minutes: 1 });
+  await joinByCode(black.page, code);
+  await white.page.waitForFunction(() => [...window.frontier.games.values()].some((g) => g.status === 'playing'), null, { timeout: WAIT });
+  // The first move of each side is not timed; then White's clock runs.
+  await clickMove(white.page, black.page, 'e2e4');
+  await clickMove(black.page, white.page, 'e7e5');
+  const clock = black.page.locator('[data-clock="white"]');
+  await black.page.waitForSelector('[data-clock="white"].running.low', { timeout: WAIT });
+  const first = await clock.textContent();
+  await black.page.waitForFunction((t) => document.querySelector('[data-clock="white"]').textContent !== t, first, { timeout: WAIT });
+  assert.equal(await black.page.locator('[data-clock="black"].running').count(), 0);
+  await shot(black.page, '14-clocks');
+  // A draw offer, declined; then a resignation.
+  await black.page.click('[data-act="offer_draw"]');
+  await white.page.waitForSelector('.draw-offer', { timeout: WAIT });
+  assert.match(await white.page.textContent('.draw-offer'), /Black offers a draw/);
+  await white.page.click('[data-act="decline_draw"]');
+  await black.page.waitForSelector('[data-act="offer_draw"]', { timeout: WAIT });
+  assert.equal(await white.page.locator('.draw-offer').count(), 0);
+  white.page.once('dialog', (d) => d.accept());
+  await white.page.click('[data-act="resign"]');
+  await black.page.waitForSelector('#result', { timeout: WAIT });
+  assert.match(await black.page.textContent('#result-title'), /Black wins — resignation/);
+  await white.context.close();
+  await black.context.close();
+});
+
+/** Skips the running test, loudly, when the server does not know a message type yet. */
+function skipIfNotLanded(t, errorText, what) {
+  if (/unknown_type/.test(errorText || '')) {
+    const why = `SKIPPED: the server has no ${what} yet (unknown_type): this scenario runs once it lands`;
+    console.log(`\n*** ${why} ***\n`);
+    t.skip(why);
+    return true;
+  }
+  return false;
+}
+
+test('atomic against the computer: an explosion, and an undo', { skip: SKIP || false }, async (t) => {
+  const me = await player();
+  await enterAsGuest(me.page);
+  await me.page.selectOption('#computer select[name=variant]', 'atomic');
+  await me.page.selectOption('#computer select[name=color]', 'white');
+  await me.page.click('#computer button[type=submit]');
+  const started = await Promise.race([
+    me.page.waitForSelector('#board svg', { timeout: WAIT }).then(() => ''),
+    me.page.waitForFunction(() => document.querySelector('#computer-error')?.textContent, null, { timeout: WAIT }).then((h) => h.jsonValue()),
+  ]);
+  if (skipIfNotLanded(t, started, 'play_computer')) return me.context.close();
+  assert.equal(started, '');
+  await me.page.waitForSelector('.badge.bot');
+  const myTurn = () => me.page.waitForFunction(() => {
+    const g = window.frontier.games.get(location.hash.split('/')[2]);
+    return g && (g.turn === g.seat || g.status === 'finished');
+  }, null, { timeout: WAIT });
+  // Undo: one move, the computer's reply, then both taken back at once.
+  await myTurn();
+  const start = await gameState(me.page);
+  await me.page.click('[data-square="g1"]');
+  await me.page.click('[data-square="f3"]');
+  await waitPlies(me.page, 2);
+  await myTurn();
+  await me.page.click('[data-act="undo"]');
+  await me.page.waitForFunction(() => window.frontier.games.get(location.hash.split('/')[2]).moves.length === 0, null, { timeout: WAIT });
+  assert.equal((await gameState(me.page)).fen, start.fen);
+  // Every explosion drawn on the board is noted as it appears.
+  await me.page.evaluate(() => {
+    window.__booms = [];
+    new MutationObserver(() => {
+      for (const b of document.querySelectorAll('[data-boom]')) window.__booms.push(b.dataset.boom);
+    }).observe(document.body, { childList: true, subtree: true });
+  });
+  // Play (a capture whenever there is one) until something explodes, on either side.
+  for (let ply = 0; ply < 40; ply++) {
+    if ((await me.page.evaluate(() => window.__booms.length)) > 0) break;
+    await myTurn();
+    const choice = await me.page.evaluate(async () => {
+      const chess = await import('/app/js/chess.js');
+      const g = window.frontier.games.get(location.hash.split('/')[2]);
+      if (g.status === 'finished') return null;
+      const pos = chess.parseFen(g.fen, 'atomic');
+      const moves = chess.legalMoves(pos);
+      const m = moves.find((x) => pos.board[x.to] && !x.promotion) || moves.find((x) => !x.promotion && pos.board[x.from].role !== 'k') || moves[0];
+      return m && chess.uci(m);
+    });
+    if (!choice) break;
+    const n = await plies(me.page);
+    await me.page.click(`[data-square="${choice.slice(0, 2)}"]`);
+    await me.page.click(`[data-square="${choice.slice(2, 4)}"]`);
+    await waitPlies(me.page, n + 1);
+  }
+  const booms = await me.page.evaluate(() => window.__booms);
+  assert.ok(booms.length > 0, 'no explosion was drawn in 40 moves');
+  const captures = (await gameState(me.page)).moves.filter((m) => m.captured).map((m) => m.uci.slice(2, 4));
+  assert.ok(booms.some((sq) => captures.includes(sq)), `explosions ${booms} at no capture square ${captures}`);
+  await shot(me.page, '15-computer-atomic');
+  await me.context.close();
+});
+
+test('quick match: waits, then falls back to a bot', { skip: SKIP || false }, async (t) => {
+  const me = await player();
+  await enterAsGuest(me.page);
+  await me.page.selectOption('#seek select[name=variant]', 'standard');
+  await me.page.click('#seek button[type=submit]');
+  const outcome = await Promise.race([
+    me.page.waitForSelector('#board svg', { timeout: 60000 }).then(() => ''),
+    me.page.waitForFunction(() => document.querySelector('#seek-error')?.textContent, null, { timeout: 60000 }).then((h) => h.jsonValue()),
+  ]);
+  if (skipIfNotLanded(t, outcome, 'quick match (seek)')) return me.context.close();
+  assert.equal(outcome, '');
+  await me.page.waitForSelector('.badge.bot', { timeout: WAIT });
+  await shot(me.page, '16-quick-match-bot');
+  await me.context.close();
+});
