@@ -30,7 +30,8 @@ export FRONTIER_JWT_SECRET=bench-secret-0123456789abcdefghijklmnop
 export FRONTIER_WS_RATE=100000 FRONTIER_WS_BURST=100000
 export FRONTIER_GUEST_LIMIT=100000/1s FRONTIER_BOARD_LIMIT=100000/1s
 export FRONTIER_WAITING_BOARDS=100000 FRONTIER_WS_PER_ADDRESS=100000 FRONTIER_WS_PER_PLAYER=1000
-GW=127.0.0.1:18080 GS=127.0.0.1:15051 RT=127.0.0.1:15053
+PORT=${BENCH_PORT:-18080}
+GW=127.0.0.1:$PORT GS=127.0.0.1:15051 RT=127.0.0.1:15053
 pids=() names=()
 cleanup() {
   kill "${pids[@]}" 2>/dev/null || true; wait 2>/dev/null || true
@@ -53,7 +54,7 @@ else
   start "$WHERE/gateway" --listen $GW --game-session-urls http://$GS; names+=(gateway)
   start "$WHERE/clock" --game-session-urls http://$GS; names+=(clock)
 fi
-for _ in $(seq 1 400); do (exec 3<>/dev/tcp/127.0.0.1/18080) 2>/dev/null && break; sleep 0.005; done
+for _ in $(seq 1 400); do (exec 3<>/dev/tcp/127.0.0.1/$PORT) 2>/dev/null && break; sleep 0.005; done
 [ -n "${started:-}" ] && echo "  serving after $(( ($(date +%s%N) - started) / 1000000 )) ms"
 ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 before=(); for p in "${pids[@]}"; do before+=("$(ticks "$p")"); done
