@@ -71,7 +71,8 @@ both_ways! {
     MethodNotAllowed => MethodNotAllowed,
     Unavailable => Unavailable,
     Internal => Internal,
-    TooManyBoards => TooManyBoards
+    TooManyBoards => TooManyBoards,
+    AlreadyMatched => AlreadyMatched
 }
 
 /// The gRPC status code that best describes a refusal with this client code.

@@ -93,6 +93,9 @@ pub enum ErrorCode {
     Unavailable,
     /// Something failed on the server; it has been logged.
     Internal,
+    /// Matchmaking: you were just paired and your game is being created; the `matched`
+    /// notice follows.
+    AlreadyMatched,
 }
 
 impl ErrorCode {
@@ -123,6 +126,7 @@ impl ErrorCode {
             BadCredentials => "bad_credentials", NotFound => "not_found",
             MethodNotAllowed => "method_not_allowed", TooManyBoards => "too_many_boards",
             Unavailable => "unavailable", Internal => "internal",
+            AlreadyMatched => "already_matched",
         }
     }
 
