@@ -24,6 +24,19 @@ use serde::{Deserialize, Serialize};
 use crate::store::{Cancelled, Placed, RedisTickets, StoreError};
 use crate::ticket::{MatchRecord, Seat, Seeker, StoredTicket};
 
+/// Games created at once by one instance.
+pub const CONCURRENT_CREATIONS: usize = 64;
+
+/// What became of one claimed pairing.
+enum Settled {
+    /// Its game exists and it is settled.
+    Created,
+    /// Given up; its tickets are back.
+    Restored,
+    /// Still pending (outcome unknown, or settled by someone else meanwhile).
+    Pending,
+}
+
 /// Most pools one seek may name.
 pub const MAX_POOLS_PER_SEEK: usize = 8;
 
@@ -378,9 +391,14 @@ impl<G: GameMaker, N: Notifier, R: RatingSource> Matchmaker<G, N, R> {
                 metrics::counter!("frontier_matchmaking_conflicts_total").increment(1);
             }
         }
-        for record in claimed {
-            self.settle(&record, &mut report).await?;
-        }
+        self.settle_all(
+            &claimed,
+            Attempt::First {
+                lease_until: retry_at,
+            },
+            &mut report,
+        )
+        .await?;
         Ok(report)
     }
 
@@ -389,17 +407,45 @@ impl<G: GameMaker, N: Notifier, R: RatingSource> Matchmaker<G, N, R> {
     pub async fn retry_pending(&self) -> Result<StepReport, StoreError> {
         let mut report = StepReport::default();
         let now_ms = now(&*self.clock);
-        for record in self.store.due(now_ms, self.settings.lease, 64).await? {
-            self.settle(&record, &mut report).await?;
-        }
+        let due = self.store.due(now_ms, self.settings.lease, 64).await?;
+        self.settle_all(&due, Attempt::TakeOver, &mut report)
+            .await?;
         Ok(report)
     }
 
-    async fn settle(
+    /// Creates the games of `records`, [`CONCURRENT_CREATIONS`] at a time.
+    async fn settle_all(
         &self,
-        record: &MatchRecord,
+        records: &[MatchRecord],
+        attempt: Attempt,
         report: &mut StepReport,
     ) -> Result<(), StoreError> {
+        for chunk in records.chunks(CONCURRENT_CREATIONS) {
+            let mut creations = Vec::with_capacity(chunk.len());
+            for record in chunk {
+                creations.push(self.settle(record, attempt));
+            }
+            for outcome in futures_util::future::join_all(creations).await {
+                match outcome? {
+                    Settled::Created => report.created += 1,
+                    Settled::Restored => report.restored += 1,
+                    Settled::Pending => {}
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Creates one pairing's game and settles the pairing by the answer.
+    ///
+    /// Giving a pairing up is safe only when no call for it can still create its game.
+    /// `Refused` is final for every call. `Unreachable` (the request never left) is final
+    /// only for this call: the claimer gives up only while its own lease still holds (no
+    /// one took over, so no other call is in flight — the restore script checks the lease
+    /// as a fencing token); an instance that took over never gives up on `Unreachable`
+    /// (the claimer's call may still be in flight) and the pairing stays pending until
+    /// game-session answers.
+    async fn settle(&self, record: &MatchRecord, attempt: Attempt) -> Result<Settled, StoreError> {
         match self.games.create(record).await {
             Ok(game_id) => {
                 let notices = notices(record, &game_id);
@@ -410,8 +456,8 @@ impl<G: GameMaker, N: Notifier, R: RatingSource> Matchmaker<G, N, R> {
                     })
                     .collect();
                 let now_ms = now(&*self.clock);
-                if self.store.finish(record, &encoded, now_ms).await? {
-                    report.created += 1;
+                let finished = self.store.finish(record, &encoded, now_ms).await?;
+                if finished {
                     for ticket in &record.tickets {
                         let wait = now_ms.saturating_sub(ticket.since_ms) as f64 / 1000.0;
                         metrics::histogram!("frontier_matchmaking_time_to_pair_seconds", "pool" => record.pool.clone())
@@ -423,20 +469,50 @@ impl<G: GameMaker, N: Notifier, R: RatingSource> Matchmaker<G, N, R> {
                 for (player, notice) in &notices {
                     self.notifier.notify(player, notice).await;
                 }
+                Ok(if finished {
+                    Settled::Created
+                } else {
+                    Settled::Pending
+                })
             }
             Err(CreateError::Unknown(why)) => {
                 tracing::warn!(match_id = %record.id, %why, "game creation outcome unknown; retried after the lease");
+                Ok(Settled::Pending)
             }
             Err(e) => {
-                tracing::warn!(match_id = %record.id, error = %e, "game not created; tickets returned");
-                if self.store.restore(record).await? {
-                    report.restored += 1;
+                let fence = match (&e, attempt) {
+                    (CreateError::Refused(_), _) => Some(None),
+                    (CreateError::Unreachable(_), Attempt::First { lease_until }) => {
+                        Some(Some(lease_until))
+                    }
+                    _ => None,
+                };
+                let Some(fence) = fence else {
+                    tracing::warn!(match_id = %record.id, error = %e, "game not created; retried after the lease");
+                    return Ok(Settled::Pending);
+                };
+                if self.store.restore(record, fence).await? {
+                    tracing::warn!(match_id = %record.id, error = %e, "game not created; tickets returned");
                     metrics::counter!("frontier_matchmaking_restored_total").increment(1);
+                    Ok(Settled::Restored)
+                } else {
+                    Ok(Settled::Pending)
                 }
             }
         }
-        Ok(())
     }
+}
+
+/// Who is creating a pairing's game.
+#[derive(Debug, Clone, Copy)]
+enum Attempt {
+    /// The instance that claimed it, whose lease runs until `lease_until`.
+    First {
+        /// The lease set by the claim (Unix ms): the restore's fencing token.
+        lease_until: u64,
+    },
+    /// An instance that took it over after a lease ran out.
+    TakeOver,
 }
 
 /// Each person's notice of a created game.

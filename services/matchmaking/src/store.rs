@@ -119,13 +119,17 @@ return 1
 
 /// Gives a pairing up: its tickets go back to their pools with their original since (one
 /// cancelled meanwhile is dropped). KEYS[1] match, KEYS[2] pending, KEYS[3..] tickets;
-/// ARGV prefix, match id, then player and since per ticket. Returns 1, or 0 when the
-/// pairing was already settled.
+/// ARGV prefix, match id, the lease the caller holds ('' for none: a final refusal), then
+/// player and since per ticket. Returns 1, or 0 when the pairing was already settled or
+/// its lease is no longer the caller's (another instance took it over: the fencing token).
 pub const RESTORE_SCRIPT: &str = r#"
 local prefix = ARGV[1]
 if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
+if ARGV[3] ~= '' and tonumber(redis.call('ZSCORE', KEYS[2], ARGV[2])) ~= tonumber(ARGV[3]) then
+  return 0
+end
 for j = 3, #KEYS do
-  local player, since = ARGV[1 + 2 * (j - 2)], ARGV[2 + 2 * (j - 2)]
+  local player, since = ARGV[2 + 2 * (j - 2)], ARGV[3 + 2 * (j - 2)]
   local current = redis.call('HMGET', KEYS[j], 'claimed', 'cancelled', 'pools')
   if current[1] == ARGV[2] then
     if current[2] then
@@ -432,14 +436,22 @@ impl RedisTickets {
     }
 
     /// Gives a pairing up: its tickets go back with their original wait (those cancelled
-    /// meanwhile do not). `false`: it had been settled already.
-    pub async fn restore(&self, record: &MatchRecord) -> Result<bool, StoreError> {
+    /// meanwhile do not). With `lease_until`, only while the caller's lease on it is still
+    /// that one. `false`: it had been settled already, or taken over.
+    pub async fn restore(
+        &self,
+        record: &MatchRecord,
+        lease_until: Option<u64>,
+    ) -> Result<bool, StoreError> {
         let mut invocation = self.scripts.restore.key(self.match_key(&record.id));
         invocation.key(self.pending_key());
         for ticket in &record.tickets {
             invocation.key(self.ticket_key(&ticket.seeker.id));
         }
-        invocation.arg(&self.prefix).arg(&record.id);
+        invocation
+            .arg(&self.prefix)
+            .arg(&record.id)
+            .arg(lease_until.map(|l| l.to_string()).unwrap_or_default());
         for ticket in &record.tickets {
             invocation.arg(&ticket.seeker.id).arg(ticket.since_ms);
         }

@@ -18,6 +18,7 @@ use frontier_platform::time::ManualClock;
 enum Mode {
     Create,
     Unreachable,
+    Refused,
     /// Creates the game but answers as if the outcome were unknown.
     CreateThenLose,
 }
@@ -51,8 +52,10 @@ impl GameMaker for Games {
     async fn create(&self, record: &MatchRecord) -> Result<String, CreateError> {
         *self.calls.lock().expect("not poisoned") += 1;
         let mode = *self.mode.lock().expect("not poisoned");
-        if mode == Mode::Unreachable {
-            return Err(CreateError::Unreachable("down".into()));
+        match mode {
+            Mode::Unreachable => return Err(CreateError::Unreachable("down".into())),
+            Mode::Refused => return Err(CreateError::Refused("bad".into())),
+            _ => {}
         }
         let game = {
             let mut made = self.made.lock().expect("not poisoned");
@@ -342,8 +345,8 @@ async fn cancelling_during_creation_is_too_late_and_the_ticket_does_not_come_bac
         mm.cancel("a").await,
         Err(MatchError::AlreadyMatched)
     ));
-    // The game turns out not to exist and the pairing is given up: a stays out, b is back.
-    world.games.set(Mode::Unreachable);
+    // The pairing is refused for good and given up: a stays out, b is back.
+    world.games.set(Mode::Refused);
     world.clock.advance(5_000);
     assert_eq!(mm.retry_pending().await.expect("retry").restored, 1);
     assert_eq!(mm.status("a").await.expect("status").seeking, None);
@@ -418,4 +421,83 @@ async fn three_instances_racing_never_put_a_player_in_two_games() {
         }
     }
     assert_eq!(seen, expected, "300 compatible seekers are all paired");
+}
+
+#[tokio::test]
+async fn an_instance_that_took_a_pairing_over_never_gives_it_up_on_unreachable() {
+    let world = World::new();
+    let first = world.instance(no_bots()).await;
+    let second = world.instance(no_bots()).await;
+    let p = pool("standard:1+0:casual");
+    first.seek(seeker("a", false), &[p]).await.expect("seek");
+    first.seek(seeker("b", false), &[p]).await.expect("seek");
+    // The claimer's call may still be in flight: whoever takes over must not give the
+    // tickets back on a connection failure of its own.
+    world.games.set(Mode::CreateThenLose);
+    first.step(&mut || true).await.expect("step");
+    world.games.set(Mode::Unreachable);
+    world.clock.advance(5_000);
+    let report = second.retry_pending().await.expect("retry");
+    assert_eq!((report.created, report.restored), (0, 0));
+    assert_eq!(second.status("a").await.expect("status").seeking, None);
+    world.games.set(Mode::Create);
+    world.clock.advance(5_000);
+    assert_eq!(second.retry_pending().await.expect("retry").created, 1);
+    assert_eq!(world.games.records().len(), 1);
+}
+
+#[tokio::test]
+async fn the_claimers_restore_is_fenced_by_its_lease() {
+    let world = World::new();
+    let mm = world.instance(no_bots()).await;
+    let p = pool("standard:1+0:casual");
+    mm.seek(seeker("a", false), &[p]).await.expect("seek");
+    mm.seek(seeker("b", false), &[p]).await.expect("seek");
+    let mut stored = Vec::new();
+    for id in ["a", "b"] {
+        stored.push(
+            mm.store()
+                .ticket(id)
+                .await
+                .expect("read")
+                .expect("a ticket")
+                .0,
+        );
+    }
+    let record = MatchRecord {
+        id: uuid::Uuid::now_v7().to_string(),
+        pool: p.to_string(),
+        rated: false,
+        white: Seat::Player(stored[0].seeker.clone()),
+        black: Seat::Player(stored[1].seeker.clone()),
+        tickets: stored,
+        paired_at_ms: 1_000_000,
+    };
+    assert!(mm.store().claim(&record, 1_005_000).await.expect("claim"));
+    assert!(
+        !mm.store().claim(&record, 1_005_000).await.expect("claim"),
+        "claimed once"
+    );
+    // Another instance takes it over after the lease: the claimer's late give-up is refused.
+    let taken = mm
+        .store()
+        .due(1_005_000, Duration::from_secs(5), 10)
+        .await
+        .expect("due");
+    assert_eq!(taken.len(), 1);
+    assert!(
+        !mm.store()
+            .restore(&record, Some(1_005_000))
+            .await
+            .expect("restore")
+    );
+    assert_eq!(mm.status("a").await.expect("status").seeking, None);
+    // The new holder's lease is the fence now.
+    assert!(
+        mm.store()
+            .restore(&record, Some(1_010_000))
+            .await
+            .expect("restore")
+    );
+    assert!(mm.status("a").await.expect("status").seeking.is_some());
 }
