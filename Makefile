@@ -3,7 +3,8 @@
 #   make test    the test command: format check, clippy, every test of the workspace,
 #                then the deployment checks (deploy-check, scaling-check)
 #   make perft   deep perft suites in release mode (10^7–10^8 nodes a position)
-#   make bench   perft speed benchmarks (divan); figures go in docs/benchmarks.md
+#   make bench   perft and engine speed benchmarks (divan); figures go in docs/benchmarks.md
+#   make ladder  engine level matches (self-play, SPRT, Stockfish); results in docs/benchmarks.md
 #   make fuzz    60 s of cargo-fuzz on every parser of untrusted input
 #   make run     every service built so far, on fixed loopback ports
 #   make dev     every service in one process, nothing to install (frontier dev)
@@ -20,7 +21,7 @@ PERFT := $(CARGO) run --quiet --release -p frontier-rules --bin perft --
 IMAGE ?= frontier:dev
 DEPLOY_PY := scripts/deploy-python.sh
 
-.PHONY: all build test lint fmt perft bench fuzz run dev clean deploy-check k8s scaling-check image
+.PHONY: all build test lint fmt perft bench ladder fuzz run dev clean deploy-check k8s scaling-check image
 
 all: build
 
@@ -73,6 +74,20 @@ perft:
 
 bench:
 	$(CARGO) bench -p frontier-rules --bench perft
+	$(CARGO) bench -p frontier-engine --bench search
+
+# Self-play matches between the engine's levels in each variant, and Hard against
+# Stockfish at its lowest UCI_Elo; not part of `make test` (it takes a while: about an hour
+# on 2 busy cores). Extra arguments in LADDER_ARGS (see `ladder --help`), e.g.
+# LADDER_ARGS="--jobs 2". Atomic openings are re-drawn when lost for one side (--balanced).
+LADDER_ARGS ?=
+LADDER := nice $(CARGO) run --quiet --release -p frontier-engine --bin ladder --
+ladder:
+	$(LADDER) --variant standard $(LADDER_ARGS)
+	$(LADDER) --variant hidden $(LADDER_ARGS)
+	$(LADDER) --variant atomic --balanced 150 $(LADDER_ARGS)
+	@command -v stockfish >/dev/null || test -x /usr/games/stockfish || echo "stockfish missing: apt-get install -y stockfish"
+	PATH="$$PATH:/usr/games" $(LADDER) --variant standard --pairing hard-stockfish --games 20 --no-sprt $(LADDER_ARGS)
 
 # cargo-fuzz needs nightly-only compiler flags; RUSTC_BOOTSTRAP lets the stable compiler
 # accept them. cargo-fuzz itself comes from crates.io.

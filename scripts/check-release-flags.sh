@@ -26,7 +26,8 @@ refuses() { # refuses WHAT EXPECTED-TEXT -- COMMAND...
 for flag in "game-session --test-fixed-layout RNBQBNRPPPPPPPP/rnbqbnrpppppppp" \
             "game-session --test-clock-minute 1s" \
             "game-session --test-start-fen standard:8/8/8/8/8/8/8/K1k5_w_-_-_0_1" \
-            "rating --test-hang-after-commit"; do
+            "rating --test-hang-after-commit" \
+            "bot-worker --test-think-delay 1s"; do
   # shellcheck disable=SC2086
   refuses "flag '$flag'" "unexpected argument" -- "$bin" $flag
 done
@@ -38,6 +39,9 @@ done
 refuses "variable FRONTIER_TEST_HANG_AFTER_COMMIT" "test-only setting" -- \
   env FRONTIER_TEST_HANG_AFTER_COMMIT=true "$bin" rating \
   --database-url postgres://nobody@127.0.0.1:1/none --nats-url nats://127.0.0.1:1
+
+refuses "variable FRONTIER_TEST_THINK_DELAY" "test-only setting" -- \
+  env FRONTIER_TEST_THINK_DELAY=1s "$bin" bot-worker --nats-url nats://127.0.0.1:1
 
 [ "$status" -eq 0 ] && echo "check-release-flags: every test-only switch is refused without test-hooks"
 echo "release-flags: $passed passed, $failed failed"

@@ -35,6 +35,7 @@ trap 'kill "${pids[@]}" 2>/dev/null || true; wait' EXIT INT TERM
 "$TARGET/release/frontier" rating --listen "$RATING_ADDR" --admin-listen 127.0.0.1:9103 & pids+=($!)
 "$TARGET/release/frontier" gateway --listen "$GATEWAY_ADDR" --game-session-urls "http://$SESSION_ADDR" --rating-url "http://$RATING_ADDR" --admin-listen 127.0.0.1:9100 & pids+=($!)
 "$TARGET/release/frontier" clock --game-session-urls "http://$SESSION_ADDR" --admin-listen 127.0.0.1:9102 & pids+=($!)
+"$TARGET/release/frontier" bot-worker --game-session-urls "http://$SESSION_ADDR" --admin-listen 127.0.0.1:9104 & pids+=($!)
 
 for _ in $(seq 1 100); do (exec 3<>"/dev/tcp/${GATEWAY_ADDR%:*}/${GATEWAY_ADDR#*:}") 2>/dev/null && break; sleep 0.1; done
 cat <<INFO
@@ -45,7 +46,7 @@ Frontier is running.
   game-session (gRPC, internal): http://$SESSION_ADDR
   rating read API (gRPC, internal): http://$RATING_ADDR
   admin (/metrics, /healthz, /readyz): gateway http://127.0.0.1:9100, game-session :9101,
-    clock :9102, rating :9103
+    clock :9102, rating :9103, bot-worker :9104
 Press Ctrl-C to stop.
 INFO
 wait

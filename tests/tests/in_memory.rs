@@ -37,6 +37,9 @@ async fn a_game_plays_through_in_memory_adapters() -> anyhow::Result<()> {
             .limits;
     let grpc = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
     let grpc_addr = grpc.local_addr()?;
+    // Bot jobs go to the in-process work queue; this test takes them off as a worker would.
+    let jobs = service.bus().jobs();
+    let core = service.clone();
     tokio::spawn(
         frontier_game_session::Service::from_parts(service, Duration::from_secs(1))
             .serve(grpc, shutdown.clone()),
@@ -83,6 +86,41 @@ async fn a_game_plays_through_in_memory_adapters() -> anyhow::Result<()> {
         white.event(&game, v).await?["outcome"]["reason"],
         "resignation"
     );
+    // A game against the computer: the bot (White) owes the first move; its job is on the
+    // in-process queue, and acting on it moves the bot.
+    let mut me = Client::guest(addr, "me").await?;
+    me.send(json!({"type": "play_computer", "id": "pc", "variant": "standard", "level": "easy", "color": "black"}))
+        .await?;
+    let created = me
+        .until("game_created", |v| v["type"] == "game_created")
+        .await?;
+    let bot_game = created["game_id"].as_str().unwrap_or_default().to_owned();
+    // The game opens (before the bot moves: the test is the bot).
+    let opened = me.until("view", |v| v["type"] == "game").await?;
+    assert_eq!(opened["game"]["white"]["bot"], true);
+    let job = tokio::time::timeout(common::WAIT, jobs.next()).await?;
+    let job: frontier_protocol::BotJob = serde_json::from_slice(&job.payload)?;
+    assert_eq!(
+        (job.game_id.as_str(), job.version, job.seat.as_str()),
+        (bot_game.as_str(), 2, "white")
+    );
+    let game_id: frontier_platform::GameId = bot_game.parse()?;
+    core.act(
+        &game_id,
+        &job.player_id,
+        &job.job,
+        Some(job.version),
+        &frontier_game_session::game::Action::Move("e2e4".into(), None),
+    )
+    .await?;
+    let moved = me.event(&bot_game, 3).await?;
+    assert_eq!(
+        (
+            moved["event"]["uci"].as_str(),
+            moved["event"]["color"].as_str()
+        ),
+        (Some("e2e4"), Some("white"))
+    );
     // Records are the rating service's: a gateway without its URL answers 503, clearly.
     let (status, _) = common::get(addr, "/api/leaderboard?variant=hidden").await?;
     assert_eq!(status, 503);
@@ -97,6 +135,7 @@ fn finished_game(white: &str, black: &str) -> frontier_proto::games::v1::Finishe
         name: name.to_owned(),
         guest: false,
         bot: false,
+        bot_level: 0,
     };
     FinishedGame {
         game_id: uuid::Uuid::now_v7().to_string(),

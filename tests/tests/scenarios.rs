@@ -43,6 +43,7 @@ impl Wiring {
         let mut p =
             Platform::start_with(2, 2, Some(LAYOUT), &["--test-clock-minute", MINUTE], &[]).await?;
         p.start_clock().await?;
+        p.start_bot_workers(1, 2_000).await?;
         Ok(Wiring::Distributed(p))
     }
 
@@ -121,6 +122,42 @@ both_wirings!(a_captured_hidden_identity_reaches_the_capturer_only);
 both_wirings!(a_reconnect_resumes_without_loss_or_doubling);
 both_wirings!(a_flag_falls_without_a_message);
 both_wirings!(a_rated_game_shows_in_the_dashboard_with_its_rating_change);
+both_wirings!(the_computer_answers_a_move_and_undo_takes_both_back);
+
+async fn the_computer_answers_a_move_and_undo_takes_both_back(w: &Wiring) -> anyhow::Result<()> {
+    let mut me = Client::guest(w.gateway(0), "player").await?;
+    me.send(json!({"type": "play_computer", "id": "pc", "variant": "atomic", "level": "easy", "color": "white"}))
+        .await?;
+    let created = me
+        .until("game_created", |v| v["type"] == "game_created")
+        .await?;
+    let game = created["game_id"].as_str().unwrap_or_default().to_owned();
+    let view = me
+        .until("the game", |v| {
+            v["type"] == "game" && v["game_id"] == game.as_str()
+        })
+        .await?;
+    assert_eq!(view["game"]["black"]["bot"], true, "{view}");
+    assert_eq!(view["game"]["rated"], false);
+    let start_fen = view["game"]["fen"].clone();
+    let v = me.play(&game, "g1f3").await?;
+    let reply = me.event(&game, v + 1).await?;
+    assert_eq!(
+        reply["event"]["color"], "black",
+        "the computer moved: {reply}"
+    );
+    me.send(json!({"type": "undo", "id": "u", "game_id": game}))
+        .await?;
+    let undone = me.ack("u").await?["version"].as_u64().unwrap_or_default();
+    let e = me.event(&game, undone).await?;
+    assert_eq!(e["event"]["kind"], "undo", "{e}");
+    assert_eq!(e["event"]["fen"], start_fen);
+    assert_eq!(
+        (e["event"]["ply"].clone(), e["event"]["turn"].clone()),
+        (json!(0), json!("white"))
+    );
+    Ok(())
+}
 
 async fn hidden_game_to_checkmate_with_reveals(w: &Wiring) -> anyhow::Result<()> {
     let mut white = Client::guest(w.gateway(0), "white").await?;

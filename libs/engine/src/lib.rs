@@ -4,11 +4,57 @@
 //! Input is one seat's view ([`SeatView`]) and nothing else: for hidden chess the public
 //! position, the identities revealed so far and the identities this seat captured — never
 //! the server's layout (RULES.md §2 "Hidden state"). No I/O, no async.
+//!
+//! # How it plays
+//!
+//! - **Search** (`search`): iterative-deepening principal variation search over
+//!   `frontier_rules::Position` (copy-make, nothing allocated per node), a transposition
+//!   table keyed by the Zobrist key, quiescence search, check extension, late move
+//!   reductions, and ordering by TT move, MVV-LVA (atomic: the explosion's gain), killers
+//!   and history.
+//! - **Evaluation** (`eval`): per variant — see that module.
+//! - **Hidden chess** (`hidden`): the engine samples layouts consistent with the view,
+//!   searches each with an equal share of the budget, and plays the move with the best
+//!   aggregate (mean over samples, pulled a quarter of the way towards the worst sample).
+//!   Its own hidden pieces are as unknown to it as the opponent's.
+//!
+//! # Levels
+//!
+//! | level  | node budget                 | time cap | imprecision                                        |
+//! |--------|-----------------------------|----------|----------------------------------------------------|
+//! | Easy   | 3 000 (atomic 1 000, hidden 1 500)        | 0.15 s   | seeded softmax, T = 60 cp, over moves ≤ 150 cp from the best (atomic, hidden: T = 80, ≤ 200 cp) |
+//! | Medium | 40 000 (hidden 6 000)      | 0.8 s    | seeded softmax, T = 12 cp, over moves ≤ 30 cp from the best (hidden: T = 30, ≤ 80 cp)  |
+//! | Hard   | 400 000 (hidden 500 000)    | 2.5 s    | none                                               |
+//!
+//! Hidden chess samples 2, 3 and 6 layouts at the three levels. The figures were tuned
+//! with the ladder (`make ladder`, docs/benchmarks.md) until each level met its target.
+//! The node budget is the primary limit (same request and seed, same decision, on any
+//! machine); the time cap only guards a busy machine. With a clock, a decision never takes
+//! more than [`fair_share`]: remaining/30 + increment/2, at most a third of the remaining
+//! time.
+//! [`Request::limits`] replaces the level's budget (tests and the ladder use node budgets).
+//! A forced mate is always played, at every level.
+
+mod eval;
+mod hidden;
+mod level;
+mod promote;
+mod rng;
+mod search;
+mod tt;
 
 use std::str::FromStr;
 use std::time::Instant;
 
-use frontier_rules::{ByColor, Color, Move, Position, Role, Square, Variant};
+use frontier_rules::{ByColor, Color, Move, MoveKind, Position, Role, Square, UciMove, Variant};
+
+pub use level::{fair_share, time_allocation};
+
+use crate::eval::Evaluator;
+use crate::level::Profile;
+use crate::rng::Rng;
+use crate::search::{Budget, MAX_DEPTH, RootResult, Search};
+use crate::tt::Table;
 
 /// How strong the computer plays.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -235,26 +281,173 @@ pub enum ThinkError {
     NoLegalMove,
 }
 
-/// Decides the seat's action. Placeholder until the search lands: the first legal move.
+/// Decides the seat's action from its view alone: the move to play, or the answer to its
+/// pending promotion.
+///
+/// Standard and atomic: one iterative-deepening search. Hidden: the budget is shared over
+/// several layouts sampled from the view, and the move with the best aggregate score (mean
+/// over the samples, a quarter weighted towards the worst sample) is chosen. The level then
+/// picks among the near-best moves (see the `level` module). The same request and seed
+/// give the same decision when the budget is a node budget.
 pub fn think(request: &Request<'_>) -> Result<Thought, ThinkError> {
     let view = request.view;
     if view.position.turn() != view.seat {
         return Err(ThinkError::NotToAct);
     }
     if view.pending_promotion.is_some() {
+        return Ok(promote::answer(view));
+    }
+    let pos = &view.position;
+    let moves = pos.legal_move_list();
+    if moves.is_empty() {
+        return Err(ThinkError::NoLegalMove);
+    }
+    if let [only] = moves.as_slice() {
+        // Nothing to choose: answer at once, leaving the clock alone.
         return Ok(Thought {
-            decision: Decision::Promote(Role::Queen),
+            decision: Decision::Move(with_advance_promotion(pos, *only)),
             nodes: 0,
             depth: 0,
             score: 0,
         });
     }
-    let moves = view.position.legal_move_list();
-    let first = moves.first().copied().ok_or(ThinkError::NoLegalMove)?;
+    let profile = request.level.profile(pos.variant());
+    let budget = budget_of(request, &profile);
+    let mut rng = Rng::new(request.seed ^ pos.key().rotate_left(17));
+    let evaluator = Evaluator::new(pos.variant(), &view.unaccounted);
+    let mut table = Table::new(profile.tt_bits);
+    let (scored, depth, nodes) = if pos.variant() == Variant::Hidden && pos.hidden().nonempty() {
+        determinised(
+            view, &moves, &profile, budget, evaluator, &mut table, &mut rng,
+        )
+    } else {
+        let mut search = Search::new(
+            evaluator,
+            pos.variant(),
+            None,
+            &mut table,
+            0,
+            budget,
+            &view.history,
+        );
+        let result = search.run(pos, &moves, MAX_DEPTH, profile.margin);
+        let scored = result.moves.iter().map(|rm| (rm.mv, rm.score)).collect();
+        (scored, result.depth, result.nodes)
+    };
+    let pick = level::choose(&scored, &profile, &mut rng);
+    let (mv, score) = scored.get(pick).copied().ok_or(ThinkError::NoLegalMove)?;
     Ok(Thought {
-        decision: Decision::Move(first),
-        nodes: 1,
-        depth: 0,
-        score: 0,
+        decision: Decision::Move(with_advance_promotion(pos, mv)),
+        nodes,
+        depth,
+        score,
     })
+}
+
+/// The search budget: `Request::limits` when given, else the level's nodes and time; a
+/// clock caps the time at the fair share either way.
+fn budget_of(request: &Request<'_>, profile: &Profile) -> Budget {
+    let now = Instant::now();
+    let clock_deadline = request
+        .clock
+        .map(|clock| now + time_allocation(request.level, Some(&clock)));
+    let (nodes, deadline) = match request.limits {
+        Some(limits) => (
+            limits.nodes.unwrap_or(if limits.deadline.is_some() {
+                u64::MAX
+            } else {
+                profile.nodes
+            }),
+            limits.deadline,
+        ),
+        None => (profile.nodes, Some(now + profile.time_cap)),
+    };
+    let deadline = match (deadline, clock_deadline) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    };
+    Budget { nodes, deadline }
+}
+
+/// Hidden chess: searches `profile.samples` sampled worlds with an equal share of the
+/// budget and aggregates each root move's scores.
+fn determinised(
+    view: &SeatView,
+    moves: &frontier_rules::MoveList,
+    profile: &Profile,
+    budget: Budget,
+    evaluator: Evaluator,
+    table: &mut Table,
+    rng: &mut Rng,
+) -> (Vec<(Move, i32)>, u32, u64) {
+    let samples = profile.samples.max(1);
+    let start = Instant::now();
+    let mut per_move: Vec<Vec<i32>> = vec![Vec::with_capacity(samples); moves.len()];
+    let mut nodes = 0;
+    let mut depth = u32::MAX;
+    // Moves within this margin of a sample's best get exact scores in that sample.
+    let margin = profile.margin.max(120);
+    for i in 0..samples {
+        let Some(layout) = hidden::sample(view, rng) else {
+            continue;
+        };
+        let share = Budget {
+            nodes: (budget.nodes / samples as u64).max(1),
+            deadline: budget.deadline.map(|d| {
+                let total = d.saturating_duration_since(start);
+                start + total.mul_f64((i + 1) as f64 / samples as f64)
+            }),
+        };
+        let salt = rng.next_u64();
+        let mut search = Search::new(
+            evaluator,
+            Variant::Hidden,
+            Some(&layout),
+            table,
+            salt,
+            share,
+            &view.history,
+        );
+        let result: RootResult = search.run(&view.position, moves, MAX_DEPTH, margin);
+        nodes += result.nodes;
+        depth = depth.min(result.depth);
+        for rm in &result.moves {
+            if let Some(k) = moves.iter().position(|m| *m == rm.mv) {
+                per_move[k].push(rm.score);
+            }
+        }
+    }
+    let mut scored: Vec<(Move, i32)> = moves
+        .iter()
+        .zip(&per_move)
+        .map(|(m, scores)| (*m, aggregate(scores)))
+        .collect();
+    scored.sort_by_key(|&(_, s)| -s);
+    (scored, if depth == u32::MAX { 0 } else { depth }, nodes)
+}
+
+/// Mean over the samples, pulled a quarter of the way towards the worst one.
+fn aggregate(scores: &[i32]) -> i32 {
+    let Some(&worst) = scores.iter().min() else {
+        return 0;
+    };
+    let mean = scores.iter().map(|&s| i64::from(s)).sum::<i64>() / scores.len() as i64;
+    ((3 * mean + i64::from(worst)) / 4) as i32
+}
+
+/// A hidden piece moving to its last rank carries the choice "queen if it is a pawn" in
+/// advance, so the game need not pause for it (RULES.md §2 "Promotion").
+fn with_advance_promotion(pos: &Position, mv: Move) -> Move {
+    let may_be_pawn = pos.hidden().contains(mv.from())
+        && mv.kind() == MoveKind::Normal
+        && mv.to().rank() == pos.turn().promotion_rank();
+    if !may_be_pawn {
+        return mv;
+    }
+    pos.to_move(&UciMove {
+        from: mv.from(),
+        to: mv.to(),
+        promotion: Some(Role::Queen),
+    })
+    .unwrap_or(mv)
 }

@@ -19,7 +19,7 @@ use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::IntoResponse;
 use axum::routing::get;
-use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusHandle};
+use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
 use tokio::net::TcpListener;
 
 use crate::Shutdown;
@@ -122,6 +122,15 @@ pub fn metrics() -> PrometheusHandle {
                 .set_buckets(&[
                     0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5,
                 ])
+                // Bot thinking and queue waits last seconds, not milliseconds.
+                .and_then(|b| {
+                    b.set_buckets_for_metric(
+                        Matcher::Prefix("frontier_bot_".to_owned()),
+                        &[
+                            0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.0, 3.0, 5.0, 10.0, 15.0, 30.0,
+                        ],
+                    )
+                })
                 .map(PrometheusBuilder::build_recorder)
                 .unwrap_or_else(|_| PrometheusBuilder::new().build_recorder());
             let handle = recorder.handle();

@@ -5,6 +5,7 @@
 
 use frontier_proto::games::v1 as games;
 use frontier_proto::gamesession::v1 as session;
+use frontier_protocol::BotLevel;
 use frontier_rules::{Audience, Color, Role, Variant};
 
 /// A variant's protobuf form.
@@ -57,6 +58,25 @@ pub fn audience_name(audience: Audience) -> &'static str {
     }
 }
 
+/// A bot level's protobuf form.
+pub fn bot_level_to_proto(level: BotLevel) -> games::BotLevel {
+    match level {
+        BotLevel::Easy => games::BotLevel::Easy,
+        BotLevel::Medium => games::BotLevel::Medium,
+        BotLevel::Hard => games::BotLevel::Hard,
+    }
+}
+
+/// A bot level from its protobuf form (`None` for unspecified or unknown values).
+pub fn bot_level_from_proto(value: i32) -> Option<BotLevel> {
+    match games::BotLevel::try_from(value).ok()? {
+        games::BotLevel::Easy => Some(BotLevel::Easy),
+        games::BotLevel::Medium => Some(BotLevel::Medium),
+        games::BotLevel::Hard => Some(BotLevel::Hard),
+        games::BotLevel::Unspecified => None,
+    }
+}
+
 /// A role from its wire name (`pawn`, `knight`, …).
 pub fn role_from_name(name: &str) -> Option<Role> {
     Role::ALL.into_iter().find(|r| r.name() == name)
@@ -73,6 +93,11 @@ mod tests {
             assert_eq!(variant_from_name(v.name()), Some(v));
         }
         assert_eq!(variant_from_proto(0), None);
+        for l in BotLevel::ALL {
+            assert_eq!(bot_level_from_proto(bot_level_to_proto(l) as i32), Some(l));
+            assert_eq!(BotLevel::parse(l.name()), Some(l));
+        }
+        assert_eq!(bot_level_from_proto(0), None);
         assert_eq!(variant_from_proto(99), None);
         for a in [
             Audience::Player(Color::White),

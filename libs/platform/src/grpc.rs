@@ -72,6 +72,7 @@ both_ways! {
     Unavailable => Unavailable,
     Internal => Internal,
     TooManyBoards => TooManyBoards,
+    UndoNotAllowed => UndoNotAllowed,
     AlreadyMatched => AlreadyMatched
 }
 

@@ -61,3 +61,56 @@ id_type!(
     /// A player (registered, guest or bot).
     PlayerId
 );
+
+/// The fixed player ids of the computer players, one per level (the gateway never issues
+/// them: it makes random UUIDv7 ids for accounts and guests).
+const BOT_IDS: [(frontier_protocol::BotLevel, Uuid); 3] = [
+    (
+        frontier_protocol::BotLevel::Easy,
+        Uuid::from_u128(0xb0710000_0000_4000_8000_000000000001),
+    ),
+    (
+        frontier_protocol::BotLevel::Medium,
+        Uuid::from_u128(0xb0710000_0000_4000_8000_000000000002),
+    ),
+    (
+        frontier_protocol::BotLevel::Hard,
+        Uuid::from_u128(0xb0710000_0000_4000_8000_000000000003),
+    ),
+];
+
+impl PlayerId {
+    /// The computer player of a level.
+    pub fn bot(level: frontier_protocol::BotLevel) -> PlayerId {
+        let uuid = BOT_IDS
+            .iter()
+            .find(|(l, _)| *l == level)
+            .map_or(Uuid::nil(), |(_, id)| *id);
+        PlayerId(uuid)
+    }
+
+    /// The level of a computer player's id; none for anyone else.
+    pub fn bot_level(&self) -> Option<frontier_protocol::BotLevel> {
+        BOT_IDS
+            .iter()
+            .find(|(_, id)| *id == self.0)
+            .map(|(level, _)| *level)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use frontier_protocol::BotLevel;
+
+    #[test]
+    fn each_level_has_its_own_fixed_bot_id() {
+        let ids: Vec<PlayerId> = BotLevel::ALL.into_iter().map(PlayerId::bot).collect();
+        for (level, id) in BotLevel::ALL.into_iter().zip(&ids) {
+            assert_eq!(id.bot_level(), Some(level));
+            assert_ne!(id.0, Uuid::nil());
+        }
+        assert!(ids[0] != ids[1] && ids[1] != ids[2] && ids[0] != ids[2]);
+        assert_eq!(PlayerId::new().bot_level(), None);
+    }
+}

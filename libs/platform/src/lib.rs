@@ -10,6 +10,7 @@ pub mod grpc;
 pub mod ids;
 pub mod inproc;
 pub mod local_bus;
+pub mod local_jobs;
 pub mod names;
 pub mod shutdown;
 pub mod sqlite;

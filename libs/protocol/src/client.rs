@@ -39,6 +39,46 @@ pub enum ColorChoiceWire {
     Random,
 }
 
+/// How strong the computer plays.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum BotLevel {
+    /// The weakest.
+    Easy,
+    /// In between.
+    Medium,
+    /// The strongest.
+    Hard,
+}
+
+impl BotLevel {
+    /// Every level, weakest first.
+    pub const ALL: [BotLevel; 3] = [BotLevel::Easy, BotLevel::Medium, BotLevel::Hard];
+
+    /// `easy`, `medium` or `hard`.
+    pub fn name(self) -> &'static str {
+        match self {
+            BotLevel::Easy => "easy",
+            BotLevel::Medium => "medium",
+            BotLevel::Hard => "hard",
+        }
+    }
+
+    /// A level from its name.
+    pub fn parse(name: &str) -> Option<BotLevel> {
+        BotLevel::ALL.into_iter().find(|l| l.name() == name)
+    }
+
+    /// The bot's display name: `Frontier Bot · Easy`, `… · Medium`, `… · Hard`.
+    pub fn bot_name(self) -> &'static str {
+        match self {
+            BotLevel::Easy => "Frontier Bot · Easy",
+            BotLevel::Medium => "Frontier Bot · Medium",
+            BotLevel::Hard => "Frontier Bot · Hard",
+        }
+    }
+}
+
 /// Everything a client can send. `id` is optional everywhere: echoed in the answer, and
 /// for game actions the key that makes a resent action apply once.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -175,6 +215,33 @@ pub enum ClientMessage {
         /// The game.
         game_id: String,
     },
+    /// Play the computer: a game that starts at once against a bot of this level.
+    PlayComputer {
+        /// Echoed.
+        #[serde(default)]
+        id: Option<String>,
+        /// `standard`, `hidden` or `atomic`.
+        variant: String,
+        /// `easy`, `medium` or `hard` (checked by the gateway: `bad_field`).
+        level: String,
+        /// The player's colour.
+        color: ColorChoiceWire,
+        /// The clock, or none.
+        #[serde(default)]
+        clock: Option<ClockSpec>,
+    },
+    /// Take back the player's last move and the computer's reply (standard and atomic
+    /// games against the computer, on the player's turn).
+    Undo {
+        /// Echoed; dedupe key.
+        #[serde(default)]
+        id: Option<String>,
+        /// The game.
+        game_id: String,
+        /// Apply only if the game is still at this version.
+        #[serde(default)]
+        expected_version: Option<u64>,
+    },
 }
 
 impl ClientMessage {
@@ -195,6 +262,8 @@ impl ClientMessage {
             ClientMessage::DeclineDraw { .. } => "decline_draw",
             ClientMessage::Abort { .. } => "abort",
             ClientMessage::ClaimVictory { .. } => "claim_victory",
+            ClientMessage::PlayComputer { .. } => "play_computer",
+            ClientMessage::Undo { .. } => "undo",
         }
     }
 
@@ -214,7 +283,9 @@ impl ClientMessage {
             | ClientMessage::AcceptDraw { id, .. }
             | ClientMessage::DeclineDraw { id, .. }
             | ClientMessage::Abort { id, .. }
-            | ClientMessage::ClaimVictory { id, .. } => id.as_deref(),
+            | ClientMessage::ClaimVictory { id, .. }
+            | ClientMessage::PlayComputer { id, .. }
+            | ClientMessage::Undo { id, .. } => id.as_deref(),
         }
     }
 
@@ -230,7 +301,8 @@ impl ClientMessage {
             | ClientMessage::AcceptDraw { game_id, .. }
             | ClientMessage::DeclineDraw { game_id, .. }
             | ClientMessage::Abort { game_id, .. }
-            | ClientMessage::ClaimVictory { game_id, .. } => Some(game_id),
+            | ClientMessage::ClaimVictory { game_id, .. }
+            | ClientMessage::Undo { game_id, .. } => Some(game_id),
             _ => None,
         }
     }
@@ -252,6 +324,8 @@ pub const CLIENT_MESSAGE_TYPES: &[&str] = &[
     "decline_draw",
     "abort",
     "claim_victory",
+    "play_computer",
+    "undo",
 ];
 
 /// The `id` and `game_id` of a frame that could not be understood as a message, when it is
@@ -298,6 +372,8 @@ mod tests {
             r#"{"type":"decline_draw","game_id":"g"}"#,
             r#"{"type":"abort","game_id":"g"}"#,
             r#"{"type":"claim_victory","game_id":"g"}"#,
+            r#"{"type":"play_computer","variant":"atomic","level":"easy","color":"random"}"#,
+            r#"{"type":"undo","game_id":"g"}"#,
         ];
         assert_eq!(samples.len(), CLIENT_MESSAGE_TYPES.len());
         for (sample, ty) in samples.iter().zip(CLIENT_MESSAGE_TYPES) {

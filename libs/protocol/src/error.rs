@@ -93,6 +93,10 @@ pub enum ErrorCode {
     Unavailable,
     /// Something failed on the server; it has been logged.
     Internal,
+    /// Undo is not possible here: only in a standard or atomic game against the computer,
+    /// by its player, on their turn, with a move of theirs and the computer's reply to
+    /// take back.
+    UndoNotAllowed,
     /// Matchmaking: you were just paired and your game is being created; the `matched`
     /// notice follows.
     AlreadyMatched,
@@ -126,6 +130,7 @@ impl ErrorCode {
             BadCredentials => "bad_credentials", NotFound => "not_found",
             MethodNotAllowed => "method_not_allowed", TooManyBoards => "too_many_boards",
             Unavailable => "unavailable", Internal => "internal",
+            UndoNotAllowed => "undo_not_allowed",
             AlreadyMatched => "already_matched",
         }
     }
@@ -154,6 +159,7 @@ mod tests {
             ErrorCode::StaleVersion,
             ErrorCode::MethodNotAllowed,
             ErrorCode::Internal,
+            ErrorCode::UndoNotAllowed,
         ] {
             let json = serde_json::to_string(&code).expect("serialises");
             assert_eq!(json, format!("\"{}\"", code.as_str()));

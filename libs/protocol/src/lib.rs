@@ -13,13 +13,13 @@ mod server;
 
 pub use bot::BotJob;
 pub use client::{
-    CLIENT_MESSAGE_TYPES, ClientMessage, ClockSpec, ColorChoiceWire, MAX_CLIENT_FRAME_BYTES,
-    MAX_ID_BYTES, frame_tags,
+    BotLevel, CLIENT_MESSAGE_TYPES, ClientMessage, ClockSpec, ColorChoiceWire,
+    MAX_CLIENT_FRAME_BYTES, MAX_ID_BYTES, frame_tags,
 };
 pub use error::ErrorCode;
 pub use render::{
-    AfterMove, EventRender, GameMeta, PlayerInfo, PublicMove, Status, render_event, render_view,
-    seat_name, to_json,
+    AfterMove, EventRender, GameMeta, PlayerInfo, PublicMove, Status, game_wire, render_event,
+    render_view, seat_name, to_json,
 };
 pub use server::{
     CapturedIdentityWire, CapturedWire, ClocksWire, GameEvent, GameWire, MoveWire, OutcomeWire,

@@ -138,6 +138,15 @@ pub enum EventRender<'a> {
     DrawOffered(Color),
     /// Draw declined.
     DrawDeclined(Color),
+    /// Moves taken back (undo): the public position now, and the moves taken back.
+    Undo {
+        /// The position now.
+        after: &'a AfterMove,
+        /// Half-moves played now.
+        ply: u32,
+        /// The moves taken back (UCI), in the order they were played.
+        taken_back: &'a [String],
+    },
     /// Ended without a move.
     Ended,
 }
@@ -181,7 +190,18 @@ pub fn render_view(
     view: &View,
     moves: &[PublicMove],
 ) -> String {
-    let game = GameWire {
+    to_json(&ServerMessage::Game {
+        game_id: game_id.to_owned(),
+        version,
+        seat: seat_name(view.audience).to_owned(),
+        game: Box::new(game_wire(meta, view, moves)),
+    })
+}
+
+/// The game of a `game` message for one audience (what [`render_view`] sends; a bot job
+/// carries exactly this for the bot's seat).
+pub fn game_wire(meta: &GameMeta, view: &View, moves: &[PublicMove]) -> GameWire {
+    GameWire {
         variant: meta.variant.to_owned(),
         rated: meta.rated,
         clock: meta.clock,
@@ -221,13 +241,7 @@ pub fn render_view(
         outcome: view.outcome.as_ref().map(outcome_wire),
         shuffle: view.shuffle.as_ref().map(shuffle_wire),
         clocks: meta.clocks.clone(),
-    };
-    to_json(&ServerMessage::Game {
-        game_id: game_id.to_owned(),
-        version,
-        seat: seat_name(view.audience).to_owned(),
-        game: Box::new(game),
-    })
+    }
 }
 
 /// The `event` message for one audience.
@@ -307,6 +321,17 @@ pub fn render_event(
         },
         EventRender::DrawDeclined(by) => GameEvent::DrawDeclined {
             by: by.name().to_owned(),
+        },
+        EventRender::Undo {
+            after,
+            ply,
+            taken_back,
+        } => GameEvent::Undo {
+            ply: *ply,
+            taken_back: taken_back.to_vec(),
+            check: after.in_check,
+            fen: after.fen.clone(),
+            turn: after.turn.name().to_owned(),
         },
         EventRender::Ended => GameEvent::Ended {},
     };

@@ -67,6 +67,16 @@ pub enum ServerMessage {
         /// The joiner's colour.
         color: String,
     },
+    /// A game against the computer was created (`play_computer`); it has started.
+    GameCreated {
+        /// The request's id.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        id: Option<String>,
+        /// Its game.
+        game_id: String,
+        /// The player's colour.
+        color: String,
+    },
     /// A game action was applied (or had been, for a duplicate).
     Ack {
         /// The action's id.
@@ -317,6 +327,20 @@ pub enum GameEvent {
     DrawDeclined {
         /// Who.
         by: String,
+    },
+    /// The player took back their last move and the computer's reply (games against the
+    /// computer). The position is the one before the player's last move.
+    Undo {
+        /// Half-moves played now.
+        ply: u32,
+        /// The moves taken back (UCI), in the order they were played.
+        taken_back: Vec<String>,
+        /// The side to move is in check.
+        check: bool,
+        /// The position now.
+        fen: String,
+        /// The side to move now.
+        turn: String,
     },
     /// The game ended without a move: resignation, agreement, abort, flag, claim.
     Ended {},

@@ -747,6 +747,20 @@ impl Position {
         self.make(m, Self::plain_landing(m));
     }
 
+    /// Plays a legal move with `landed` as the role that arrives: for a hidden mover its
+    /// true role (or, for a pawn reaching its last rank, the promotion), for castling the
+    /// corner piece's true role. For a search over an assumed layout (the computer player
+    /// samples layouts consistent with its seat's view; it never sees the server's): the
+    /// caller supplies the identity, so nothing secret is read here. Allocation-free.
+    ///
+    /// The move must come from [`Position::legal_moves`] of this very position, and
+    /// `landed` must be a role the move can bring (`m.role()`/its promotion when the mover
+    /// is not hidden); anything else leaves the position inconsistent.
+    #[inline]
+    pub fn play_revealing(&mut self, m: &Move, landed: Role) {
+        self.make(m, landed);
+    }
+
     /// The role that arrives when nothing is hidden: the rook when castling, else the
     /// promotion or the mover.
     #[inline]

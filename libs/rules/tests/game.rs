@@ -531,3 +531,27 @@ fn views_are_formatted_as_hidden_fen() {
     let game = Game::from_hidden_state(state);
     assert!(!format!("{game:?}").contains('Q'));
 }
+
+#[test]
+fn play_revealing_with_the_true_role_matches_the_server_game() {
+    // A hidden "knight" on g1 that is truly a rook, a hidden "pawn" on e2 that is truly a
+    // queen, and a hidden corner "rook" on h1 that is truly a bishop (castling reveals it).
+    for (server, uci, role) in [
+        ("4k3/8/8/8/8/8/4Q3/4K1R1 w - - 0 1 e2g1", "g1f3", Role::Rook),
+        (
+            "4k3/8/8/8/8/8/4Q3/4K1R1 w - - 0 1 e2g1",
+            "e2e4",
+            Role::Queen,
+        ),
+        ("4k3/8/8/8/8/8/8/4K2B w K - 0 1 h1", "e1g1", Role::Bishop),
+    ] {
+        let mut game = hidden(server);
+        let public = *game.position();
+        let m = public.parse_uci(uci).expect("legal");
+        game.play(&m).expect("legal");
+        let mut searched = public;
+        searched.play_revealing(&m, role);
+        assert_eq!(&searched, game.position(), "{uci}");
+        assert_eq!(searched.key(), searched.compute_key(), "{uci}");
+    }
+}

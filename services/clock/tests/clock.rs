@@ -166,6 +166,7 @@ fn player(name: &str) -> Player {
         name: name.to_owned(),
         guest: true,
         bot: false,
+        bot_level: None,
     }
 }
 

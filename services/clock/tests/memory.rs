@@ -37,6 +37,7 @@ fn player(name: &str) -> Player {
         name: name.to_owned(),
         guest: true,
         bot: false,
+        bot_level: None,
     }
 }
 

@@ -1,8 +1,9 @@
 //! `frontier dev`: the whole platform in one process, with nothing else installed.
 //!
 //! Every service runs here on its in-process adapters: game-session on the in-memory store
-//! and bus, the clock on the in-memory deadline sets, the rating service fed by
-//! game-session's bus, the gateway relaying from the in-process event bus. The services
+//! and bus, the clock on the in-memory deadline sets, the bot-worker taking the computer's
+//! jobs from game-session's in-memory queue, the rating service fed by game-session's bus,
+//! the gateway relaying from the in-process event bus. The services
 //! still call each other over gRPC — the same clients and servers as across machines — but
 //! through in-memory pipes (`frontier_platform::inproc`), so the process opens one port:
 //! the address it prints, serving the WebSocket, the HTTP API (and the web client).
@@ -166,9 +167,11 @@ async fn start_on<A: Accounts, S: RatingStore>(
     let deadlines = MemoryDeadlines::new();
     let (finished_tx, finished_rx) = tokio::sync::mpsc::unbounded_channel();
     let (layouts, settings) = frontier_game_session::rules_of_play(&config.play)?;
+    let bus = MemoryBus::on(ns.clone(), events.clone()).with_finished_sink(finished_tx);
+    let bot_jobs = bus.jobs();
     let core = Arc::new(GameService::new(
         MemoryStore::with_deadlines(deadlines.clone()),
-        MemoryBus::on(ns.clone(), events.clone()).with_finished_sink(finished_tx),
+        bus,
         time.clone(),
         layouts,
         settings,
@@ -192,6 +195,16 @@ async fn start_on<A: Accounts, S: RatingStore>(
         frontier_clock::Settings::default(),
     );
     tasks.spawn(frontier_clock::Service::from_parts(scheduler).serve(shutdown.clone()));
+
+    // The bot-worker: the computer's moves, from game-session's in-memory job queue.
+    tasks.spawn(
+        frontier_bot_worker::Service::from_parts(
+            frontier_bot_worker::source::LocalSource::new(bot_jobs),
+            sessions(),
+            frontier_bot_worker::Settings::default(),
+        )
+        .serve(shutdown.clone()),
+    );
 
     // Rating: records what game-session finishes, serves the dashboard reads.
     let recorded = Arc::new(frontier_rating::ConsumerStats::default());

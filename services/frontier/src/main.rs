@@ -3,8 +3,8 @@
 //!
 //! Shutdown is two-stage: the first SIGTERM or Ctrl-C stops the service taking new work and
 //! lets it drain (the gateway closes client sockets with 1001 so they resume elsewhere;
-//! game-session finishes calls in flight), within `--drain-timeout`; a second signal, or
-//! the deadline, exits at once.
+//! game-session finishes calls in flight; bot-worker stops pulling and finishes the jobs it
+//! holds), within `--drain-timeout`; a second signal, or the deadline, exits at once.
 
 use std::process::ExitCode;
 use std::time::Duration;
@@ -40,6 +40,8 @@ enum Service {
     /// Everything in one process, nothing to install: one address to open, accounts,
     /// results and ratings kept in an embedded SQLite file (`--data`) or in memory.
     Dev(frontier::dev::DevConfig),
+    /// Thinks for the computer's seats: bot jobs from the JetStream work queue.
+    BotWorker(frontier_bot_worker::Config),
 }
 
 impl Service {
@@ -51,6 +53,7 @@ impl Service {
             Service::Matchmaking(_) => "matchmaking",
             Service::Rating(_) => "rating",
             Service::Dev(_) => "dev",
+            Service::BotWorker(_) => "bot-worker",
         }
     }
 
@@ -62,6 +65,7 @@ impl Service {
             Service::Matchmaking(c) => frontier_matchmaking::run(c, shutdown).await,
             Service::Rating(c) => frontier_rating::run(c, shutdown).await,
             Service::Dev(c) => frontier::dev::run(c, shutdown).await,
+            Service::BotWorker(c) => frontier_bot_worker::run(c, shutdown).await,
         }
     }
 }

@@ -2,7 +2,7 @@
 //! NATS and Postgres. Every service answers `/metrics`, `/healthz` and `/readyz` on its
 //! admin port with its own metrics; and a gateway stopped with SIGTERM while pairs play
 //! closes its sockets with 1001, its clients resume on another gateway, and no event is
-//! lost or doubled.
+//! lost or doubled; a bot-worker stopped with SIGTERM exits cleanly.
 
 use std::net::SocketAddr;
 use std::process::{Child, Command, Stdio};
@@ -114,6 +114,17 @@ impl Platform {
             ],
             &env,
         ));
+        let a = admin_of("bot-worker", &mut p);
+        p.procs.push(spawn(
+            "bot-worker",
+            &[
+                "--game-session-urls".into(),
+                format!("http://{session}"),
+                "--admin-listen".into(),
+                a,
+            ],
+            &env,
+        ));
         let a = admin_of("clock", &mut p);
         p.procs.push(spawn(
             "clock",
@@ -153,28 +164,37 @@ impl Platform {
     }
 
     fn pid_of_gateway(&self, i: usize) -> u32 {
+        self.pid_of("gateway", i)
+    }
+
+    fn pid_of(&self, name: &str, i: usize) -> u32 {
         self.procs
             .iter()
-            .filter(|p| p.name == "gateway")
+            .filter(|p| p.name == name)
             .nth(i)
             .map(|p| p.child.id())
-            .expect("that gateway exists")
+            .expect("that service exists")
     }
 
     /// Waits for gateway `i` to exit by itself; its exit status.
     async fn gateway_exit(&mut self, i: usize) -> anyhow::Result<std::process::ExitStatus> {
+        self.exit_of("gateway", i).await
+    }
+
+    /// Waits for the `i`th process of service `name` to exit by itself; its exit status.
+    async fn exit_of(&mut self, name: &str, i: usize) -> anyhow::Result<std::process::ExitStatus> {
         let proc = self
             .procs
             .iter_mut()
-            .filter(|p| p.name == "gateway")
+            .filter(|p| p.name == name)
             .nth(i)
-            .context("that gateway exists")?;
+            .context("that service exists")?;
         let deadline = Instant::now() + WAIT;
         loop {
             if let Some(status) = proc.child.try_wait()? {
                 return Ok(status);
             }
-            anyhow::ensure!(Instant::now() < deadline, "the gateway never exited");
+            anyhow::ensure!(Instant::now() < deadline, "the {name} never exited");
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
     }
@@ -184,9 +204,10 @@ impl Platform {
         if let Ok(client) = async_nats::connect(frontier_testkit::nats_url()).await
             && let Ok(ns) = frontier_platform::Namespace::new(&self.namespace)
         {
-            let _ = async_nats::jetstream::new(client)
-                .delete_stream(ns.finished_games_stream())
-                .await;
+            let js = async_nats::jetstream::new(client);
+            for stream in [ns.finished_games_stream(), ns.bot_jobs_stream()] {
+                let _ = js.delete_stream(stream).await;
+            }
         }
     }
 }
@@ -345,6 +366,7 @@ async fn every_service_answers_metrics_health_and_readiness() -> anyhow::Result<
             ],
         ),
         ("clock", &["frontier_clock_deadlines_tracked"]),
+        ("bot-worker", &["frontier_bot_jobs_backlog"]),
     ];
     for (service, names) in expected {
         let (_, admin) = p
@@ -548,5 +570,19 @@ async fn frontier_dev_runs_everything_from_one_command_with_nothing_installed() 
         anyhow::ensure!(Instant::now() < deadline, "frontier dev did not stop");
         tokio::time::sleep(Duration::from_millis(25)).await;
     }
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigterm_stops_a_bot_worker_cleanly() -> anyhow::Result<()> {
+    let mut p = Platform::start(1).await?;
+    let status = Command::new("kill")
+        .args(["-TERM", &p.pid_of("bot-worker", 0).to_string()])
+        .status()?;
+    assert!(status.success());
+    // It stops pulling, has no job in hand, and exits with success before its drain
+    // deadline.
+    assert!(p.exit_of("bot-worker", 0).await?.success());
+    p.stop().await;
     Ok(())
 }

@@ -10,10 +10,11 @@ use std::sync::{Arc, Mutex};
 use async_nats::jetstream;
 use bytes::Bytes;
 use frontier_platform::local_bus::{LocalBus, LocalMessage};
+use frontier_platform::local_jobs::LocalJobQueue;
 use frontier_platform::names::AUDIENCES;
 use frontier_platform::trace;
 use frontier_platform::{GameId, Namespace};
-use frontier_rules::{Audience, Color};
+use frontier_rules::{Audience, Color, Variant};
 
 pub use frontier_platform::names::{ENDED_HEADER, VERSION_HEADER};
 
@@ -65,6 +66,15 @@ pub trait EventBus: Send + Sync + 'static {
         game: &GameId,
         record: Bytes,
     ) -> impl Future<Output = Result<(), BusError>> + Send;
+
+    /// Enqueues a bot job on the bot-job work queue (subject of its variant) and waits for
+    /// the queue's acknowledgement. The job id is the message id, so a repeat is dropped.
+    fn publish_bot_job(
+        &self,
+        variant: Variant,
+        id: &str,
+        job: Bytes,
+    ) -> impl Future<Output = Result<(), BusError>> + Send;
 }
 
 /// NATS and JetStream.
@@ -81,7 +91,7 @@ impl NatsBus {
         self.client.clone()
     }
 
-    /// Connects and makes sure the finished-games stream exists.
+    /// Connects and makes sure the finished-games and bot-job streams exist.
     pub async fn connect(url: &str, ns: Namespace) -> Result<NatsBus, BusError> {
         let client = async_nats::connect(url)
             .await
@@ -96,6 +106,9 @@ impl NatsBus {
     ) -> Result<NatsBus, BusError> {
         let jetstream = jetstream::new(client.clone());
         ensure_finished_stream(&jetstream, &ns).await?;
+        frontier_platform::streams::ensure_bot_jobs(&jetstream, &ns)
+            .await
+            .map_err(BusError)?;
         Ok(NatsBus {
             client,
             jetstream,
@@ -159,16 +172,44 @@ impl EventBus for NatsBus {
             .map_err(|e| BusError(e.to_string()))?;
         Ok(())
     }
+
+    #[tracing::instrument(name = "game_session.publish_bot_job", skip_all, fields(job = %id))]
+    async fn publish_bot_job(
+        &self,
+        variant: Variant,
+        id: &str,
+        job: Bytes,
+    ) -> Result<(), BusError> {
+        let mut headers = async_nats::HeaderMap::new();
+        headers.insert("Nats-Msg-Id", id);
+        trace::inject_headers(&trace::current(), &mut headers);
+        self.jetstream
+            .publish_with_headers(self.ns.bot_jobs_subject(variant.name()), headers, job)
+            .await
+            .map_err(|e| BusError(e.to_string()))?
+            .await
+            .map_err(|e| BusError(e.to_string()))?;
+        Ok(())
+    }
+}
+
+impl NatsBus {
+    /// The JetStream context (tests read the streams with it).
+    pub fn jetstream(&self) -> jetstream::Context {
+        self.jetstream.clone()
+    }
 }
 
 /// In-process delivery: every event on a [`LocalBus`] (which the gateway's in-memory event
-/// source reads), and a list of finished games.
+/// source reads), a list of finished games, and bot jobs on a [`LocalJobQueue`] (which an
+/// in-process bot worker reads).
 #[derive(Clone)]
 pub struct MemoryBus {
     ns: Namespace,
     events: LocalBus,
     finished: Arc<Mutex<Vec<(GameId, Bytes)>>>,
     finished_sink: Option<tokio::sync::mpsc::UnboundedSender<Bytes>>,
+    jobs: LocalJobQueue,
 }
 
 impl MemoryBus {
@@ -185,7 +226,19 @@ impl MemoryBus {
             events,
             finished: Arc::default(),
             finished_sink: None,
+            jobs: LocalJobQueue::new(),
         }
+    }
+
+    /// The same bus, enqueueing bot jobs on a shared queue.
+    pub fn with_jobs(mut self, jobs: LocalJobQueue) -> MemoryBus {
+        self.jobs = jobs;
+        self
+    }
+
+    /// The bot-job queue (an in-process worker takes jobs from it).
+    pub fn jobs(&self) -> LocalJobQueue {
+        self.jobs.clone()
     }
 
     /// Hands each finished-game record to `sink` instead of keeping it: the single-process
@@ -224,6 +277,17 @@ impl EventBus for MemoryBus {
                 frames.for_audience(audience).clone(),
             );
         }
+        Ok(())
+    }
+
+    async fn publish_bot_job(
+        &self,
+        variant: Variant,
+        id: &str,
+        job: Bytes,
+    ) -> Result<(), BusError> {
+        self.jobs
+            .push(self.ns.bot_jobs_subject(variant.name()), id.to_owned(), job);
         Ok(())
     }
 

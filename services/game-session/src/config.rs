@@ -25,7 +25,8 @@ pub struct Config {
     /// Namespace.
     #[command(flatten)]
     pub namespace: NamespaceArgs,
-    /// How often finished games not yet acknowledged by the stream are sent again.
+    /// How often finished games and bot jobs not yet acknowledged by their streams are sent
+    /// again (bot jobs whose game moved on are dropped instead).
     #[arg(long, env = "FRONTIER_OUTBOX_INTERVAL", default_value = "5s", value_parser = parse_duration)]
     pub outbox_interval: Duration,
     /// How games are played: limits and (test builds only) test settings.

@@ -9,7 +9,7 @@
 use std::fmt;
 
 use frontier_chessclock::{ChessClock, Expiry, TimeControl};
-use frontier_protocol::ErrorCode;
+use frontier_protocol::{BotLevel, ErrorCode};
 use frontier_rules::{
     Audience, ByColor, CapturedPiece, Color, Game, MoveReport, Outcome, PlayError, Position,
     Reveal, Role, Shuffle, Variant,
@@ -83,6 +83,21 @@ pub struct Player {
     pub guest: bool,
     /// A computer player.
     pub bot: bool,
+    /// A computer player's level.
+    pub bot_level: Option<BotLevel>,
+}
+
+impl Player {
+    /// The computer player of `level`, with its fixed id and its name.
+    pub fn bot(id: String, level: BotLevel) -> Player {
+        Player {
+            id,
+            name: level.bot_name().to_owned(),
+            guest: false,
+            bot: true,
+            bot_level: Some(level),
+        }
+    }
 }
 
 /// Where a game is in its life.
@@ -198,6 +213,8 @@ pub enum Action {
     DeclineDraw,
     /// Abort (fewer than two moves made, or the board still waiting).
     Abort,
+    /// Take back the player's last move and the computer's reply.
+    Undo,
     /// Claim a game without clock whose opponent was last seen at the given time (filled
     /// in by the service from presence records).
     ClaimVictory {
@@ -223,6 +240,8 @@ pub enum Happened {
     DrawOffered(Color),
     /// This side declined the opponent's draw offer.
     DrawDeclined(Color),
+    /// The player took back their last move and the computer's reply (these, in order).
+    Undone(Vec<String>),
     /// The game ended without a move (resignation, agreement, abort, time, abandonment).
     Ended,
 }
@@ -387,6 +406,25 @@ impl LiveGame {
             return None;
         }
         self.clock.as_ref()?.deadline().map(|d| d.at_ms)
+    }
+
+    /// The bot that is to act now (its move, or its promotion choice), with its seat: only
+    /// in a game being played.
+    pub fn bot_to_act(&self) -> Option<(Color, &Player)> {
+        if self.phase != Phase::Playing || self.game.outcome().is_some() {
+            return None;
+        }
+        let color = self.game.side_to_act();
+        self.player(color)
+            .filter(|p| p.bot)
+            .map(|player| (color, player))
+    }
+
+    /// Whether a computer player sits in this game.
+    pub fn has_bot(&self) -> bool {
+        Color::ALL
+            .into_iter()
+            .any(|c| self.player(c).is_some_and(|p| p.bot))
     }
 
     /// The seat of this player, or spectator.
@@ -590,11 +628,18 @@ impl LiveGame {
                 self.draw_offer = None;
                 Change::going_on(Happened::DrawDeclined(seat))
             }
+            Action::Undo => self.undo(seat)?,
             Action::ClaimVictory {
                 opponent_last_seen_ms,
                 absence_limit_ms,
                 presence_timeout_ms,
             } => {
+                if self.player(!seat).is_some_and(|p| p.bot) {
+                    return Err(client(
+                        ErrorCode::CannotClaim,
+                        "the computer is never away; resign or play on",
+                    ));
+                }
                 self.check_claim(
                     now_ms,
                     *opponent_last_seen_ms,
@@ -616,6 +661,53 @@ impl LiveGame {
             }
         };
         Ok(change)
+    }
+
+    /// Takes back `seat`'s last move and the computer's reply: the game returns to the
+    /// position before the player's last move, rebuilt by replaying the moves before it from
+    /// the start position (so the repetition history, castling rights and half-move clock
+    /// are as they were). Clocks are not refunded; a standing draw offer is cleared.
+    fn undo(&mut self, seat: Color) -> Result<Change, SessionError> {
+        let refuse = |message: &str| Err(client(ErrorCode::UndoNotAllowed, message));
+        if self.player(seat).is_some_and(|p| p.bot) {
+            return refuse("the computer does not take moves back");
+        }
+        if !self.player(!seat).is_some_and(|p| p.bot) {
+            return refuse("undo is only for games against the computer");
+        }
+        if self.info.rated {
+            return refuse("a rated game has no undo");
+        }
+        if self.info.variant == Variant::Hidden {
+            return refuse("hidden chess has no undo");
+        }
+        if self.game.side_to_act() != seat || self.game.pending_promotion().is_some() {
+            return refuse("undo only on your turn, after the computer replied");
+        }
+        let keep = match self.moves.len().checked_sub(2) {
+            Some(keep) => keep,
+            None => return refuse("there is no move of yours and reply to take back"),
+        };
+        let start = Position::from_fen(self.info.variant, &self.info.start_fen)
+            .map_err(|e| SessionError::Corrupt(format!("start position: {e}")))?;
+        let mut game = Game::from_position(start);
+        for m in &self.moves[..keep] {
+            game.play_parsed(&m.uci)
+                .map_err(|e| SessionError::Corrupt(format!("replaying {}: {e}", m.uci)))?;
+        }
+        if game.side_to_act() != seat || game.outcome().is_some() {
+            return Err(SessionError::Corrupt(
+                "the replayed position is not the player's turn".into(),
+            ));
+        }
+        let taken_back = self.moves[keep..]
+            .iter()
+            .map(|m| m.uci.to_string())
+            .collect();
+        self.game = game;
+        self.moves.truncate(keep);
+        self.draw_offer = None;
+        Ok(Change::going_on(Happened::Undone(taken_back)))
     }
 
     fn check_claim(

@@ -6,7 +6,7 @@
 use std::sync::Arc;
 
 use frontier_platform::GameId;
-use frontier_platform::convert::{seat_of, variant_from_proto};
+use frontier_platform::convert::{bot_level_from_proto, seat_of, variant_from_proto};
 use frontier_platform::grpc::refusal;
 use frontier_proto::gamesession::v1 as pb;
 use frontier_proto::gamesession::v1::game_session_server::GameSession;
@@ -17,7 +17,7 @@ use tonic::{Request, Response, Status};
 use crate::bus::EventBus;
 use crate::error::SessionError;
 use crate::game::Action;
-use crate::service::{GameService, NewBoard, Resume};
+use crate::service::{GameService, NewBoard, NewComputerGame, Resume};
 use crate::store::GameStore;
 
 /// The tonic service over a [`GameService`].
@@ -62,6 +62,15 @@ fn game_id(s: &str) -> Result<GameId, Status> {
         .map_err(|_| refusal(ErrorCode::GameNotFound, "no such game"))
 }
 
+fn color_choice(value: i32) -> Result<Option<Color>, Status> {
+    match pb::ColorChoice::try_from(value) {
+        Ok(pb::ColorChoice::White) => Ok(Some(Color::White)),
+        Ok(pb::ColorChoice::Black) => Ok(Some(Color::Black)),
+        Ok(pb::ColorChoice::Random) => Ok(None),
+        _ => Err(bad("color must be white, black or random")),
+    }
+}
+
 fn action_of(action: Option<pb::act_request::Action>) -> Result<Action, Status> {
     use pb::act_request::Action as A;
     Ok(match action.ok_or_else(|| bad("an action is required"))? {
@@ -81,6 +90,7 @@ fn action_of(action: Option<pb::act_request::Action>) -> Result<Action, Status> 
         A::AcceptDraw(_) => Action::AcceptDraw,
         A::DeclineDraw(_) => Action::DeclineDraw,
         A::Abort(_) => Action::Abort,
+        A::Undo(_) => Action::Undo,
         A::ClaimVictory(_) => Action::ClaimVictory {
             opponent_last_seen_ms: 0,
             absence_limit_ms: 0,
@@ -100,12 +110,7 @@ impl<S: GameStore, B: EventBus> GameSession for GrpcGameSession<S, B> {
         let creator = r.creator.ok_or_else(|| bad("creator is required"))?;
         let variant = variant_from_proto(r.variant)
             .ok_or_else(|| bad("variant must be standard, hidden or atomic"))?;
-        let color = match pb::ColorChoice::try_from(r.color) {
-            Ok(pb::ColorChoice::White) => Some(Color::White),
-            Ok(pb::ColorChoice::Black) => Some(Color::Black),
-            Ok(pb::ColorChoice::Random) => None,
-            _ => return Err(bad("color must be white, black or random")),
-        };
+        let color = color_choice(r.color)?;
         let (game, code, color) = self
             .service
             .create_board(NewBoard {
@@ -123,6 +128,38 @@ impl<S: GameStore, B: EventBus> GameSession for GrpcGameSession<S, B> {
             game_id: game.to_string(),
             code,
             seat: seat_of(Audience::Player(color)) as i32,
+        }))
+    }
+
+    #[tracing::instrument(name = "game_session.play_computer", skip_all)]
+    async fn play_computer(
+        &self,
+        request: Request<pb::PlayComputerRequest>,
+    ) -> Result<Response<pb::PlayComputerResponse>, Status> {
+        let r = request.into_inner();
+        let player = r.player.ok_or_else(|| bad("player is required"))?;
+        let variant = variant_from_proto(r.variant)
+            .ok_or_else(|| bad("variant must be standard, hidden or atomic"))?;
+        let level = bot_level_from_proto(r.level)
+            .ok_or_else(|| bad("level must be easy, medium or hard"))?;
+        let color = color_choice(r.color)?;
+        let (game, color, version) = self
+            .service
+            .play_computer(NewComputerGame {
+                player: (&player).into(),
+                variant,
+                level,
+                color,
+                time_control: r.time_control.map(Into::into),
+                #[cfg(feature = "test-hooks")]
+                start_fen: None,
+            })
+            .await
+            .map_err(status)?;
+        Ok(Response::new(pb::PlayComputerResponse {
+            game_id: game.to_string(),
+            seat: seat_of(Audience::Player(color)) as i32,
+            version,
         }))
     }
 

@@ -4,7 +4,8 @@
 //! version); every change is a compare-and-set, so two instances racing on one game can
 //! never both apply a change. What happened is published on NATS, one subject per audience,
 //! so a hidden piece's identity only ever travels on the subject of the player entitled to
-//! it; finished games go to a JetStream stream through an outbox, so none is lost.
+//! it; finished games go to a JetStream stream, and the jobs of bots to act to a JetStream work
+//! queue, each through an outbox, so none is lost.
 
 pub mod bus;
 pub mod config;
@@ -38,7 +39,8 @@ use crate::store::{GameStore, RedisStore};
 pub struct Service<S = RedisStore, B = NatsBus> {
     /// The game logic over its store and bus.
     pub core: Arc<GameService<S, B>>,
-    /// How often finished games not yet acknowledged by the stream are sent again.
+    /// How often finished games and bot jobs not yet acknowledged by their streams are sent
+    /// again.
     pub outbox_interval: std::time::Duration,
 }
 
@@ -147,6 +149,9 @@ async fn serve<S: GameStore, B: EventBus>(
                     _ = tick.tick() => {
                         if let Err(e) = service.flush_outbox().await {
                             tracing::warn!(error = %e, "outbox sweep failed");
+                        }
+                        if let Err(e) = service.flush_bot_outbox().await {
+                            tracing::warn!(error = %e, "bot-job outbox sweep failed");
                         }
                     }
                 }

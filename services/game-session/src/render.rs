@@ -4,8 +4,8 @@
 
 use bytes::Bytes;
 use frontier_protocol::{
-    AfterMove, ClocksWire, EventRender, GameMeta, PlayerInfo, PublicMove, Status, render_event,
-    render_view,
+    AfterMove, ClocksWire, EventRender, GameMeta, GameWire, PlayerInfo, PublicMove, Status,
+    game_wire, render_event, render_view,
 };
 use frontier_rules::{Audience, Color};
 
@@ -84,6 +84,17 @@ pub fn view_frame(game: &LiveGame, version: u64, audience: Audience, now_ms: i64
     render_view(
         &game.info().id,
         version,
+        &meta(game, now_ms),
+        &game.game().view(audience),
+        &public_moves(game),
+    )
+}
+
+/// The game of the `game` frame for one audience, clocks read at `now_ms`: what
+/// [`view_frame`] sends that audience. A bot job carries exactly this for the bot's seat —
+/// the rules library's view for that seat, never the layout.
+pub fn view_wire(game: &LiveGame, audience: Audience, now_ms: i64) -> GameWire {
+    game_wire(
         &meta(game, now_ms),
         &game.game().view(audience),
         &public_moves(game),
@@ -173,6 +184,14 @@ pub fn frames(game: &LiveGame, happened: &Happened, version: u64, now_ms: i64) -
         }
         Happened::DrawOffered(by) => simple(&EventRender::DrawOffered(*by)),
         Happened::DrawDeclined(by) => simple(&EventRender::DrawDeclined(*by)),
+        Happened::Undone(taken_back) => {
+            let after = AfterMove::of(&game.game().view(Audience::Spectator));
+            simple(&EventRender::Undo {
+                after: &after,
+                ply: game.game().ply(),
+                taken_back,
+            })
+        }
         Happened::Ended => simple(&EventRender::Ended),
     }
 }

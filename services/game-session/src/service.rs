@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use frontier_platform::{GameId, PlayerId};
-use frontier_protocol::ErrorCode;
+use frontier_protocol::{BotJob, BotLevel, ErrorCode};
 use frontier_rules::{Audience, Color, RandomError, Shuffle, Variant};
 use prost::Message as _;
 
@@ -16,7 +16,7 @@ use crate::error::SessionError;
 use crate::game::{
     Action, Applied, Change, ClockSettings, Happened, LiveGame, NewGame, Player, TimeControlSpec,
 };
-use crate::store::{GameStore, Write};
+use crate::store::{GameStore, OutboxJob, Write};
 use crate::{record, render, storage};
 
 pub use frontier_platform::time::{Clock, SystemClock};
@@ -151,6 +151,72 @@ pub struct NewBoard {
     pub start_fen: Option<String>,
 }
 
+/// A game against the computer to start.
+#[derive(Debug, Clone)]
+pub struct NewComputerGame {
+    /// The person.
+    pub player: Player,
+    /// The variant.
+    pub variant: Variant,
+    /// The computer's level.
+    pub level: BotLevel,
+    /// The person's colour; `None` for random.
+    pub color: Option<Color>,
+    /// The clock.
+    pub time_control: Option<TimeControlSpec>,
+    /// TEST ONLY (`test-hooks`): a standard or atomic start position other than the usual
+    /// one (FEN). Not in the gRPC API: only in-process callers (tests) can set it.
+    #[cfg(feature = "test-hooks")]
+    pub start_fen: Option<String>,
+}
+
+/// A stored change, ready to publish: its frames, and the bot job it put in the outbox.
+#[derive(Debug)]
+struct Committed {
+    frames: Vec<AudienceFrames>,
+    job: Option<OutboxJob>,
+}
+
+/// The job of the bot that `live` (at `version`, read at `now_ms`) leaves to act, if any:
+/// its view is exactly the `game` frame's game for the bot's seat.
+pub fn bot_job(game: &GameId, live: &LiveGame, version: u64, now_ms: i64) -> Option<OutboxJob> {
+    let (color, bot) = live.bot_to_act()?;
+    let level = bot.bot_level?;
+    let game_id = game.to_string();
+    let job = BotJob {
+        job: BotJob::id_for(&game_id, version),
+        game_id,
+        version,
+        player_id: bot.id.clone(),
+        seat: color.name().to_owned(),
+        level: level.name().to_owned(),
+        view: render::view_wire(live, Audience::Player(color), now_ms),
+        enqueued_at_ms: now_ms,
+    };
+    match serde_json::to_vec(&job) {
+        Ok(payload) => Some(OutboxJob {
+            id: job.job,
+            payload: Bytes::from(payload),
+        }),
+        Err(e) => {
+            tracing::error!(%game, error = %e, "a bot job could not be encoded");
+            None
+        }
+    }
+}
+
+/// A person's id must be a UUID and not a computer player's.
+fn check_person(player: &Player) -> Result<(), SessionError> {
+    match player.id.parse::<PlayerId>() {
+        Ok(id) if id.bot_level().is_none() && !player.bot => Ok(()),
+        Ok(_) => Err(client(
+            ErrorCode::BadField,
+            "a computer player cannot take this seat",
+        )),
+        Err(_) => Err(client(ErrorCode::BadField, "player id must be a UUID")),
+    }
+}
+
 /// Share-code alphabet: no 0/O/1/I, so a code reads aloud without ambiguity.
 pub const CODE_ALPHABET: &[u8; 32] = b"23456789ABCDEFGHJKLMNPQRSTUVWXYZ";
 
@@ -261,16 +327,75 @@ impl<S: GameStore, B: EventBus> GameService<S, B> {
     }
 
     /// Publishes a stored change; failures are logged, since subscribers fill gaps from the
-    /// log and finished records are retried from the outbox.
-    async fn publish(&self, game: &GameId, live: &LiveGame, frames: &AudienceFrames) {
-        if let Err(e) = self.bus.publish_game_event(game, frames).await {
-            metrics::counter!("frontier_game_session_publish_errors_total", "kind" => "event")
-                .increment(1);
-            tracing::warn!(%game, error = %e, "publishing a game event failed; subscribers will resume from the log");
+    /// log, and finished records and bot jobs are retried from their outboxes.
+    async fn publish(&self, game: &GameId, live: &LiveGame, committed: &Committed) {
+        for frames in &committed.frames {
+            if let Err(e) = self.bus.publish_game_event(game, frames).await {
+                metrics::counter!("frontier_game_session_publish_errors_total", "kind" => "event")
+                    .increment(1);
+                tracing::warn!(%game, error = %e, "publishing a game event failed; subscribers will resume from the log");
+            }
+        }
+        if let Some(job) = &committed.job {
+            self.publish_job(live.info().variant, job).await;
         }
         if live.is_finished() {
             self.publish_finished(game, live).await;
         }
+    }
+
+    /// Enqueues a bot job and, once the queue acknowledged it, takes it out of the outbox.
+    async fn publish_job(&self, variant: Variant, job: &OutboxJob) {
+        match self
+            .bus
+            .publish_bot_job(variant, &job.id, job.payload.clone())
+            .await
+        {
+            Ok(()) => {
+                metrics::counter!("frontier_game_session_bot_jobs_enqueued_total", "variant" => variant.name())
+                    .increment(1);
+                if let Err(e) = self.store.bot_outbox_done(&job.id).await {
+                    tracing::warn!(job = %job.id, error = %e, "clearing the bot-job outbox failed; the job will be sent again (deduplicated)");
+                }
+            }
+            Err(e) => {
+                metrics::counter!("frontier_game_session_publish_errors_total", "kind" => "bot_job")
+                    .increment(1);
+                tracing::warn!(job = %job.id, error = %e, "enqueueing a bot job failed; the outbox will retry");
+            }
+        }
+    }
+
+    /// Enqueues every bot job still in the outbox whose game is still at the job's version;
+    /// a job for a version that is no longer current (the game moved on, ended or expired)
+    /// is dropped and counted. Returns how many were sent.
+    pub async fn flush_bot_outbox(&self) -> Result<usize, SessionError> {
+        let mut sent = 0;
+        for job in self.store.bot_outbox().await? {
+            let current = match job.game_and_version() {
+                Some((game, version)) => match self.store.load(&game).await? {
+                    Some((at, _)) if at == version => {
+                        serde_json::from_slice::<BotJob>(&job.payload)
+                            .ok()
+                            .and_then(|j| j.view.variant.parse::<Variant>().ok())
+                    }
+                    _ => None,
+                },
+                None => None,
+            };
+            match current {
+                Some(variant) => {
+                    self.publish_job(variant, &job).await;
+                    sent += 1;
+                }
+                None => {
+                    metrics::counter!("frontier_game_session_bot_jobs_dropped_total", "reason" => "stale")
+                        .increment(1);
+                    self.store.bot_outbox_done(&job.id).await?;
+                }
+            }
+        }
+        Ok(sent)
     }
 
     async fn publish_finished(&self, game: &GameId, live: &LiveGame) {
@@ -330,9 +455,7 @@ impl<S: GameStore, B: EventBus> GameService<S, B> {
                 "guests play casual games only; sign up to play rated",
             ));
         }
-        if board.creator.id.parse::<PlayerId>().is_err() {
-            return Err(client(ErrorCode::BadField, "creator id must be a UUID"));
-        }
+        check_person(&board.creator)?;
         if let Some(tc) = &board.time_control
             && !tc.is_valid()
         {
@@ -341,6 +464,140 @@ impl<S: GameStore, B: EventBus> GameService<S, B> {
                 "a clock is 1 to 60 minutes with an increment of 0 to 60 seconds",
             ));
         }
+        let game = GameId::new();
+        let now = self.clock.now_ms();
+        let (mut live, color) = self.new_live(&game, &board, now)?;
+        let mut code = random_code()?;
+        let mut tries = 0;
+        while !self
+            .store
+            .reserve_code(&code, &game, self.settings.code_ttl)
+            .await?
+        {
+            tries += 1;
+            if tries > 16 {
+                return Err(SessionError::Internal(
+                    "could not find a free share code".into(),
+                ));
+            }
+            code = random_code()?;
+        }
+        live.info.code = code.clone();
+        let mut live = storage::Loaded::new(live);
+        let created = Change {
+            happened: Happened::Created,
+            finished: false,
+        };
+        let frames = render::frames(&live, &created.happened, 1, now);
+        let stored = self
+            .store
+            .compare_and_set(Write {
+                game,
+                expected: 0,
+                version: 1,
+                state: storage::encode(&mut live),
+                entries: vec![storage::log_entry(&frames)],
+                finished_ttl: None,
+                outbox: false,
+                deadline: None,
+                bot_job: None,
+            })
+            .await?;
+        if stored {
+            count(&live, &created);
+        } else {
+            return Err(SessionError::Internal(
+                "a fresh game id was already taken".into(),
+            ));
+        }
+        let committed = Committed {
+            frames: vec![frames],
+            job: None,
+        };
+        self.publish(&game, &live, &committed).await;
+        Ok((game, code, color))
+    }
+
+    /// Starts a game against the computer: the person in the chosen colour, a bot of the
+    /// chosen level in the other, started at once (versions 1, created, and 2, started, in
+    /// one compare-and-set). Never rated. If the bot is to move, its job goes into the
+    /// bot-job outbox with the game. Returns the game, the person's colour and the version.
+    pub async fn play_computer(
+        &self,
+        new: NewComputerGame,
+    ) -> Result<(GameId, Color, u64), SessionError> {
+        let board = NewBoard {
+            creator: new.player,
+            variant: new.variant,
+            color: new.color,
+            rated: false,
+            time_control: new.time_control,
+            #[cfg(feature = "test-hooks")]
+            start_fen: new.start_fen,
+        };
+        check_person(&board.creator)?;
+        if let Some(tc) = &board.time_control
+            && !tc.is_valid()
+        {
+            return Err(client(
+                ErrorCode::BadTimeControl,
+                "a clock is 1 to 60 minutes with an increment of 0 to 60 seconds",
+            ));
+        }
+        let game = GameId::new();
+        let now = self.clock.now_ms();
+        // No share code: nobody can join a game against the computer.
+        let (live, color) = self.new_live(&game, &board, now)?;
+        let mut live = storage::Loaded::new(live);
+        let created = Change {
+            happened: Happened::Created,
+            finished: false,
+        };
+        let created_frames = render::frames(&live, &created.happened, 1, now);
+        let bot = Player::bot(PlayerId::bot(new.level).to_string(), new.level);
+        let (_, started) = live.join(bot, now, self.settings.clocks)?;
+        let started_frames = render::frames(&live, &started.happened, 2, now);
+        let job = bot_job(&game, &live, 2, now);
+        let stored = self
+            .store
+            .compare_and_set(Write {
+                game,
+                expected: 0,
+                version: 2,
+                state: storage::encode(&mut live),
+                entries: vec![
+                    storage::log_entry(&created_frames),
+                    storage::log_entry(&started_frames),
+                ],
+                finished_ttl: None,
+                outbox: false,
+                deadline: live.deadline(),
+                bot_job: job.clone(),
+            })
+            .await?;
+        if !stored {
+            return Err(SessionError::Internal(
+                "a fresh game id was already taken".into(),
+            ));
+        }
+        count(&live, &created);
+        count(&live, &started);
+        let committed = Committed {
+            frames: vec![created_frames, started_frames],
+            job,
+        };
+        self.publish(&game, &live, &committed).await;
+        Ok((game, color, 2))
+    }
+
+    /// A new board's live game (not stored, without a share code yet) and the creator's
+    /// colour.
+    fn new_live(
+        &self,
+        game: &GameId,
+        board: &NewBoard,
+        now: i64,
+    ) -> Result<(LiveGame, Color), SessionError> {
         let color = match board.color {
             Some(c) => c,
             None => random_color()?,
@@ -376,28 +633,11 @@ impl<S: GameStore, B: EventBus> GameService<S, B> {
             }
             None => None,
         };
-        let game = GameId::new();
-        let mut code = random_code()?;
-        let mut tries = 0;
-        while !self
-            .store
-            .reserve_code(&code, &game, self.settings.code_ttl)
-            .await?
-        {
-            tries += 1;
-            if tries > 16 {
-                return Err(SessionError::Internal(
-                    "could not find a free share code".into(),
-                ));
-            }
-            code = random_code()?;
-        }
-        let now = self.clock.now_ms();
-        let mut live = storage::Loaded::new(LiveGame::new_board(
+        let live = LiveGame::new_board(
             NewGame {
                 id: game.to_string(),
-                code: code.clone(),
-                creator: board.creator,
+                code: String::new(),
+                creator: board.creator.clone(),
                 creator_color: color,
                 variant: board.variant,
                 rated: board.rated,
@@ -407,34 +647,8 @@ impl<S: GameStore, B: EventBus> GameService<S, B> {
                 now_ms: now,
             },
             self.settings.clocks,
-        ));
-        let created = Change {
-            happened: Happened::Created,
-            finished: false,
-        };
-        let frames = render::frames(&live, &created.happened, 1, now);
-        let stored = self
-            .store
-            .compare_and_set(Write {
-                game,
-                expected: 0,
-                version: 1,
-                state: storage::encode(&mut live),
-                entries: vec![storage::log_entry(&frames)],
-                finished_ttl: None,
-                outbox: false,
-                deadline: None,
-            })
-            .await?;
-        if stored {
-            count(&live, &created);
-        } else {
-            return Err(SessionError::Internal(
-                "a fresh game id was already taken".into(),
-            ));
-        }
-        self.publish(&game, &live, &frames).await;
-        Ok((game, code, color))
+        );
+        Ok((live, color))
     }
 
     /// Joins a board by code.
@@ -447,9 +661,7 @@ impl<S: GameStore, B: EventBus> GameService<S, B> {
         if code.len() != 6 || !code.bytes().all(|b| CODE_ALPHABET.contains(&b)) {
             return Err(client(ErrorCode::BoardNotFound, "no board has that code"));
         }
-        if player.id.parse::<PlayerId>().is_err() {
-            return Err(client(ErrorCode::BadField, "player id must be a UUID"));
-        }
+        check_person(&player)?;
         let game = self
             .store
             .resolve_code(&code)
@@ -462,8 +674,8 @@ impl<S: GameStore, B: EventBus> GameService<S, B> {
                 Err(SessionError::AlreadySeated(color)) => return Ok((game, color)),
                 other => other?,
             };
-            if let Some(frames) = self.commit(&game, version, &mut live, &change, now).await? {
-                self.publish(&game, &live, &frames).await;
+            if let Some(committed) = self.commit(&game, version, &mut live, &change, now).await? {
+                self.publish(&game, &live, &committed).await;
                 return Ok((game, color));
             }
         }
@@ -473,8 +685,9 @@ impl<S: GameStore, B: EventBus> GameService<S, B> {
     }
 
     /// Renders `change` at the next version and stores it with the game if the game is
-    /// still at `version`: the frames if it was stored, none if another instance got in
-    /// first.
+    /// still at `version` — with the job of a bot it leaves to act, in the same
+    /// compare-and-set: the frames and job if it was stored, none if another instance got
+    /// in first.
     async fn commit(
         &self,
         game: &GameId,
@@ -482,8 +695,9 @@ impl<S: GameStore, B: EventBus> GameService<S, B> {
         live: &mut storage::Loaded,
         change: &Change,
         now_ms: i64,
-    ) -> Result<Option<AudienceFrames>, SessionError> {
+    ) -> Result<Option<Committed>, SessionError> {
         let frames = render::frames(live, &change.happened, version + 1, now_ms);
+        let job = bot_job(game, live, version + 1, now_ms);
         let stored: bool = self
             .store
             .compare_and_set(Write {
@@ -495,6 +709,7 @@ impl<S: GameStore, B: EventBus> GameService<S, B> {
                 finished_ttl: change.finished.then_some(self.settings.finished_ttl),
                 outbox: change.finished && live.is_recorded(),
                 deadline: live.deadline(),
+                bot_job: job.clone(),
             })
             .await?;
         if stored {
@@ -502,7 +717,10 @@ impl<S: GameStore, B: EventBus> GameService<S, B> {
         } else {
             metrics::counter!("frontier_game_session_cas_conflicts_total").increment(1);
         }
-        Ok(stored.then_some(frames))
+        Ok(stored.then(|| Committed {
+            frames: vec![frames],
+            job,
+        }))
     }
 
     /// The game as `player_id` may see it (spectator if not seated).
@@ -560,18 +778,18 @@ impl<S: GameStore, B: EventBus> GameService<S, B> {
             match live.apply(seat, action, now)? {
                 Applied::Done(change) => {
                     live.remember_action(seat, action_id, next);
-                    if let Some(frames) =
+                    if let Some(committed) =
                         self.commit(game, version, &mut live, &change, now).await?
                     {
-                        self.publish(game, &live, &frames).await;
+                        self.publish(game, &live, &committed).await;
                         return Ok((next, false));
                     }
                 }
                 Applied::TimedOut(change, refusal) => {
-                    if let Some(frames) =
+                    if let Some(committed) =
                         self.commit(game, version, &mut live, &change, now).await?
                     {
-                        self.publish(game, &live, &frames).await;
+                        self.publish(game, &live, &committed).await;
                         return Err(refusal);
                     }
                 }
@@ -600,10 +818,10 @@ impl<S: GameStore, B: EventBus> GameService<S, B> {
             let now = self.clock.now_ms();
             match live.expire(now) {
                 Some(change) => {
-                    if let Some(frames) =
+                    if let Some(committed) =
                         self.commit(game, version, &mut live, &change, now).await?
                     {
-                        self.publish(game, &live, &frames).await;
+                        self.publish(game, &live, &committed).await;
                         return Ok((true, None));
                     }
                 }

@@ -7,7 +7,9 @@
 
 use bytes::Bytes;
 use frontier_chessclock::{ChessClock, LagTracker, TimeControl};
-use frontier_platform::convert::{role_from_name, variant_from_proto, variant_to_proto};
+use frontier_platform::convert::{
+    bot_level_from_proto, bot_level_to_proto, role_from_name, variant_from_proto, variant_to_proto,
+};
 use frontier_proto::games::v1 as games;
 use frontier_proto::gamesession::storage::v1 as storage;
 use frontier_rules::{
@@ -127,6 +129,11 @@ impl From<&games::Player> for Player {
             name: p.name.clone(),
             guest: p.guest,
             bot: p.bot,
+            bot_level: if p.bot {
+                bot_level_from_proto(p.bot_level)
+            } else {
+                None
+            },
         }
     }
 }
@@ -138,6 +145,10 @@ impl From<&Player> for games::Player {
             name: p.name.clone(),
             guest: p.guest,
             bot: p.bot,
+            bot_level: p
+                .bot_level
+                .map_or(games::BotLevel::Unspecified, bot_level_to_proto)
+                as i32,
         }
     }
 }

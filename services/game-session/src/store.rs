@@ -43,6 +43,25 @@ pub struct Write {
     pub outbox: bool,
     /// The game's next clock deadline (Unix ms), or none (no clock, or over).
     pub deadline: Option<i64>,
+    /// The change leaves a bot to act: its job, put in the bot-job outbox with the change.
+    pub bot_job: Option<OutboxJob>,
+}
+
+/// A bot job waiting in the outbox for the stream's acknowledgement.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OutboxJob {
+    /// The job id `<game id>:<version>` (the stream's message id).
+    pub id: String,
+    /// The job (JSON `frontier_protocol::BotJob`).
+    pub payload: Bytes,
+}
+
+impl OutboxJob {
+    /// The game and version of the job, from its id.
+    pub fn game_and_version(&self) -> Option<(GameId, u64)> {
+        let (game, version) = self.id.rsplit_once(':')?;
+        Some((game.parse().ok()?, version.parse().ok()?))
+    }
 }
 
 /// The storage of live games.
@@ -87,6 +106,12 @@ pub trait GameStore: Send + Sync + 'static {
     /// The record of `game` reached the stream.
     fn outbox_done(&self, game: &GameId) -> impl Future<Output = Result<(), StoreError>> + Send;
 
+    /// Bot jobs whose publication the stream has not yet acknowledged.
+    fn bot_outbox(&self) -> impl Future<Output = Result<Vec<OutboxJob>, StoreError>> + Send;
+
+    /// The bot job `id` reached the stream (or is no longer worth sending).
+    fn bot_outbox_done(&self, id: &str) -> impl Future<Output = Result<(), StoreError>> + Send;
+
     /// Records that `color`'s player of `game` was connected at `now_ms`.
     fn touch_presence(
         &self,
@@ -110,9 +135,10 @@ pub trait GameStore: Send + Sync + 'static {
     ) -> impl Future<Output = Result<(), StoreError>> + Send;
 }
 
-/// Compare-and-set of a game: KEYS state, log, outbox, deadlines; ARGV expected, version,
-/// state, ttl-seconds (0: none), game id, deadline (Unix ms, or -1 for none), outbox (1 to
-/// add the game to it), then the log entries. (One Redis: the outbox and deadline sets are shared by all games, so under
+/// Compare-and-set of a game: KEYS state, log, outbox, deadlines, bot-job outbox; ARGV
+/// expected, version, state, ttl-seconds (0: none), game id, deadline (Unix ms, or -1 for
+/// none), outbox (1 to add the game to it), bot job id (empty: none), bot job, then the log
+/// entries. (One Redis: the outbox and deadline sets are shared by all games, so under
 /// Redis Cluster they would need one per slot.) The deadline part is the clock contract's
 /// own snippet (`frontier_platform::deadlines`).
 fn cas_script() -> String {
@@ -121,7 +147,8 @@ local current = redis.call('HGET', KEYS[1], 'v')
 if current == false then current = '0' end
 if current ~= ARGV[1] then return 0 end
 redis.call('HSET', KEYS[1], 'v', ARGV[2], 's', ARGV[3])
-for i = 8, #ARGV do redis.call('RPUSH', KEYS[2], ARGV[i]) end
+for i = 10, #ARGV do redis.call('RPUSH', KEYS[2], ARGV[i]) end
+if ARGV[8] ~= '' then redis.call('HSET', KEYS[5], ARGV[8], ARGV[9]) end
 "#;
     let tail = r#"
 local ttl = tonumber(ARGV[4])
@@ -170,6 +197,11 @@ impl RedisStore {
     fn outbox_key(&self) -> String {
         format!("{}:finished-outbox", self.ns.prefix())
     }
+
+    /// The bot-job outbox: a hash of job id → job.
+    pub fn bot_outbox_key(&self) -> String {
+        format!("{}:bot-outbox", self.ns.prefix())
+    }
 }
 
 impl GameStore for RedisStore {
@@ -195,6 +227,7 @@ impl GameStore for RedisStore {
             .key(self.ns.game_log_key(&write.game))
             .key(self.outbox_key())
             .key(self.ns.deadlines_key())
+            .key(self.bot_outbox_key())
             .arg(write.expected)
             .arg(write.version)
             .arg(write.state.as_ref())
@@ -202,6 +235,10 @@ impl GameStore for RedisStore {
             .arg(write.game.to_string())
             .arg(write.deadline.unwrap_or(-1))
             .arg(if write.outbox { "1" } else { "0" });
+        match &write.bot_job {
+            Some(job) => invocation.arg(job.id.as_str()).arg(job.payload.as_ref()),
+            None => invocation.arg("").arg(""),
+        };
         for entry in &write.entries {
             invocation.arg(entry.as_ref());
         }
@@ -276,6 +313,31 @@ impl GameStore for RedisStore {
         Ok(())
     }
 
+    async fn bot_outbox(&self) -> Result<Vec<OutboxJob>, StoreError> {
+        let mut conn = self.conn.clone();
+        let jobs: Vec<(String, Vec<u8>)> = redis::cmd("HGETALL")
+            .arg(self.bot_outbox_key())
+            .query_async(&mut conn)
+            .await?;
+        Ok(jobs
+            .into_iter()
+            .map(|(id, payload)| OutboxJob {
+                id,
+                payload: Bytes::from(payload),
+            })
+            .collect())
+    }
+
+    async fn bot_outbox_done(&self, id: &str) -> Result<(), StoreError> {
+        let mut conn = self.conn.clone();
+        let _: i64 = redis::cmd("HDEL")
+            .arg(self.bot_outbox_key())
+            .arg(id)
+            .query_async(&mut conn)
+            .await?;
+        Ok(())
+    }
+
     async fn touch_presence(
         &self,
         game: &GameId,
@@ -330,6 +392,7 @@ struct MemoryInner {
     games: HashMap<GameId, MemoryGame>,
     codes: HashMap<String, GameId>,
     outbox: Vec<GameId>,
+    bot_outbox: Vec<OutboxJob>,
     presence: HashMap<(GameId, frontier_rules::Color), i64>,
 }
 
@@ -383,6 +446,10 @@ impl GameStore for MemoryStore {
         if write.outbox && !inner.outbox.contains(&write.game) {
             inner.outbox.push(write.game);
         }
+        if let Some(job) = write.bot_job {
+            inner.bot_outbox.retain(|j| j.id != job.id);
+            inner.bot_outbox.push(job);
+        }
         self.deadlines.schedule(&write.game, write.deadline);
         Ok(true)
     }
@@ -432,6 +499,15 @@ impl GameStore for MemoryStore {
 
     async fn outbox_done(&self, game: &GameId) -> Result<(), StoreError> {
         self.lock().outbox.retain(|g| g != game);
+        Ok(())
+    }
+
+    async fn bot_outbox(&self) -> Result<Vec<OutboxJob>, StoreError> {
+        Ok(self.lock().bot_outbox.clone())
+    }
+
+    async fn bot_outbox_done(&self, id: &str) -> Result<(), StoreError> {
+        self.lock().bot_outbox.retain(|j| j.id != id);
         Ok(())
     }
 

@@ -47,6 +47,7 @@ fn player(name: &str) -> Player {
         name: name.to_owned(),
         guest: false,
         bot: false,
+        bot_level: None,
     }
 }
 
@@ -66,6 +67,7 @@ async fn compare_and_set_lets_exactly_one_racer_win() {
         finished_ttl: None,
         outbox: false,
         deadline: None,
+        bot_job: None,
     };
     assert!(store.compare_and_set(first.clone()).await.expect("cas"));
     assert!(
@@ -86,6 +88,7 @@ async fn compare_and_set_lets_exactly_one_racer_win() {
                         finished_ttl: None,
                         outbox: false,
                         deadline: None,
+                        bot_job: None,
                     })
                     .await
                     .expect("cas")

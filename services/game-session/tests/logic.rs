@@ -36,6 +36,7 @@ fn player(name: &str, guest: bool) -> Player {
         name: name.to_owned(),
         guest,
         bot: false,
+        bot_level: None,
     }
 }
 

@@ -12,8 +12,9 @@ use frontier_platform::{AuthError, Claims, GameId};
 use frontier_proto::games::v1 as games;
 use frontier_proto::gamesession::v1 as pb;
 use frontier_protocol::{
-    CLIENT_MESSAGE_TYPES, ClientMessage, ColorChoiceWire, ErrorCode, MAX_CLIENT_FRAME_BYTES,
-    MAX_ID_BYTES, PROTOCOL_VERSION, PlayerInfo, ServerMessage, frame_tags, to_json,
+    BotLevel, CLIENT_MESSAGE_TYPES, ClientMessage, ClockSpec, ColorChoiceWire, ErrorCode,
+    MAX_CLIENT_FRAME_BYTES, MAX_ID_BYTES, PROTOCOL_VERSION, PlayerInfo, ServerMessage, frame_tags,
+    to_json,
 };
 use futures_util::{SinkExt as _, StreamExt as _};
 use tokio::sync::{broadcast, mpsc};
@@ -140,6 +141,14 @@ fn limited_message(id: Option<&str>, refused: &Refused, message: &str) -> Messag
         message,
         refused.retry_after_ms(),
     )
+}
+
+fn color_choice(color: ColorChoiceWire) -> pb::ColorChoice {
+    match color {
+        ColorChoiceWire::White => pb::ColorChoice::White,
+        ColorChoiceWire::Black => pb::ColorChoice::Black,
+        ColorChoiceWire::Random => pb::ColorChoice::Random,
+    }
 }
 
 fn auth_code(e: &AuthError) -> ErrorCode {
@@ -420,6 +429,7 @@ impl<A: Accounts> Connection<A> {
             name: claims.name.clone(),
             guest: claims.guest,
             bot: false,
+            bot_level: games::BotLevel::Unspecified as i32,
         };
         let mut sessions = self.state.sessions.clone();
         match message {
@@ -472,15 +482,10 @@ impl<A: Accounts> Connection<A> {
                         ),
                     );
                 }
-                let color = match color {
-                    ColorChoiceWire::White => pb::ColorChoice::White,
-                    ColorChoiceWire::Black => pb::ColorChoice::Black,
-                    ColorChoiceWire::Random => pb::ColorChoice::Random,
-                };
                 let request = pb::CreateBoardRequest {
                     creator: Some(player),
                     variant: variant as i32,
-                    color: color as i32,
+                    color: color_choice(color) as i32,
                     rated,
                     time_control: clock.map(|c| games::TimeControl {
                         initial_seconds: c.minutes * 60,
@@ -515,6 +520,16 @@ impl<A: Accounts> Connection<A> {
                         self.refused(id, None, status.into());
                     }
                 }
+            }
+            ClientMessage::PlayComputer {
+                variant,
+                level,
+                color,
+                clock,
+                ..
+            } => {
+                self.play_computer(player, id, &variant, &level, color, clock)
+                    .await
             }
             ClientMessage::JoinBoard { code, .. } => {
                 if code.len() > 16 {
@@ -561,6 +576,75 @@ impl<A: Accounts> Connection<A> {
                 });
             }
             action => self.act(&player, id, action).await,
+        }
+    }
+
+    /// `play_computer`: counted like a board creation; the game starts at once and the
+    /// connection follows it.
+    async fn play_computer(
+        &mut self,
+        player: games::Player,
+        id: Option<&str>,
+        variant: &str,
+        level: &str,
+        color: ColorChoiceWire,
+        clock: Option<ClockSpec>,
+    ) {
+        let Some(variant) = frontier_platform::convert::variant_from_name(variant) else {
+            return self.error(
+                id,
+                None,
+                ErrorCode::BadField,
+                "variant is standard, hidden or atomic",
+            );
+        };
+        let Some(level) = BotLevel::parse(level) else {
+            return self.error(
+                id,
+                None,
+                ErrorCode::BadField,
+                "level is easy, medium or hard",
+            );
+        };
+        if let Some(c) = clock
+            && !c.is_valid()
+        {
+            return self.error(
+                id,
+                None,
+                ErrorCode::BadTimeControl,
+                "a clock is 1 to 60 minutes with an increment of 0 to 60 seconds",
+            );
+        }
+        if let Err(refused) = self.state.limits.check(Window::Boards, &player.id).await {
+            return self.push(limited_message(
+                id,
+                &refused,
+                "too many games created; try again later",
+            ));
+        }
+        let request = pb::PlayComputerRequest {
+            player: Some(player),
+            variant: frontier_platform::convert::variant_to_proto(variant) as i32,
+            level: frontier_platform::convert::bot_level_to_proto(level) as i32,
+            color: color_choice(color) as i32,
+            time_control: clock.map(|c| games::TimeControl {
+                initial_seconds: c.minutes * 60,
+                increment_seconds: c.increment,
+            }),
+        };
+        let mut sessions = self.state.sessions.clone();
+        match sessions.play_computer(request).await {
+            Ok(r) => {
+                let r = r.into_inner();
+                self.send(&ServerMessage::GameCreated {
+                    id: id.map(str::to_owned),
+                    game_id: r.game_id.clone(),
+                    color: seat_name(r.seat).to_owned(),
+                });
+                self.follow(&r.game_id, None, id);
+            }
+            Err(status) => self.refused(id, None, status.into()),
         }
     }
 
@@ -651,6 +735,11 @@ impl<A: Accounts> Connection<A> {
             ClientMessage::ClaimVictory { game_id, .. } => {
                 (game_id, None, A::ClaimVictory(pb::ClaimVictory {}))
             }
+            ClientMessage::Undo {
+                game_id,
+                expected_version,
+                ..
+            } => (game_id, expected_version, A::Undo(pb::Undo {})),
             _ => return,
         };
         if game_id.parse::<GameId>().is_err() {

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use frontier_pairing::{Pool, PoolClock};
-use frontier_platform::convert::variant_from_proto;
+use frontier_platform::convert::{bot_level_to_proto, variant_from_proto};
 use frontier_platform::grpc::refusal;
 use frontier_proto::games::v1 as games;
 use frontier_proto::matchmaking::v1 as pb;
@@ -76,6 +76,13 @@ pub fn matched_to_proto(n: &MatchedNotice) -> pb::Matched {
             name: n.opponent.name.clone(),
             guest: n.opponent.guest,
             bot: n.opponent.bot,
+            bot_level: n
+                .opponent
+                .bot_level
+                .as_deref()
+                .and_then(frontier_protocol::BotLevel::parse)
+                .map_or(games::BotLevel::Unspecified, bot_level_to_proto)
+                as i32,
         }),
         rated: n.rated,
     }

@@ -90,7 +90,7 @@ impl RatingSource for NoRatings {
 /// The opponent in a `matched` notice.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Opponent {
-    /// Player id (a bot's fixed id per level is game-session's; here `bot:<level>`).
+    /// Player id (a bot's: the fixed id of its level, `PlayerId::bot`).
     pub id: String,
     /// Name (`Frontier Bot · Easy` for a bot).
     pub name: String,
@@ -98,6 +98,8 @@ pub struct Opponent {
     pub guest: bool,
     /// A bot: always labelled.
     pub bot: bool,
+    /// A bot's level (`easy`, `medium`, `hard`).
+    pub bot_level: Option<String>,
 }
 
 /// What a player is told when matched (the gateway's `matched` frame).
@@ -531,13 +533,19 @@ pub fn notices(record: &MatchRecord, game_id: &str) -> Vec<(String, MatchedNotic
                     name: p.name.clone(),
                     guest: p.guest,
                     bot: false,
+                    bot_level: None,
                 },
-                Seat::Bot(level) => Opponent {
-                    id: format!("bot:{level}"),
-                    name: format!("Frontier Bot · {}", bot_label(level)),
-                    guest: false,
-                    bot: true,
-                },
+                Seat::Bot(level) => {
+                    let level = frontier_protocol::BotLevel::parse(level)
+                        .unwrap_or(frontier_protocol::BotLevel::Medium);
+                    Opponent {
+                        id: frontier_platform::PlayerId::bot(level).to_string(),
+                        name: level.bot_name().to_owned(),
+                        guest: false,
+                        bot: true,
+                        bot_level: Some(level.name().to_owned()),
+                    }
+                }
             };
             Some((
                 me.id.clone(),
@@ -552,11 +560,4 @@ pub fn notices(record: &MatchRecord, game_id: &str) -> Vec<(String, MatchedNotic
             ))
         })
         .collect()
-}
-
-fn bot_label(level: &str) -> &'static str {
-    frontier_engine::Level::ALL
-        .into_iter()
-        .find(|l| l.name() == level)
-        .map_or("Bot", frontier_engine::Level::label)
 }

@@ -34,6 +34,7 @@ fn player(guest: bool) -> games::Player {
         name: "someone".into(),
         guest,
         bot: false,
+        bot_level: 0,
     }
 }
 

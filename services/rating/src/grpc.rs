@@ -63,6 +63,7 @@ fn player(id: Uuid, name: String) -> games::Player {
         name,
         guest: false,
         bot: false,
+        bot_level: games::BotLevel::Unspecified as i32,
     }
 }
 

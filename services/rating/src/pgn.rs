@@ -1,4 +1,5 @@
-//! A finished game as PGN: the seven-tag roster, `GameId`, `Variant`, `TimeControl`,
+//! A finished game as PGN: the seven-tag roster, `WhiteType`/`BlackType` `program` for a
+//! computer player, `GameId`, `Variant`, `TimeControl`,
 //! `Termination`, the start FEN when it is not the usual one, and for hidden chess
 //! `Layout`, `Salt` and `Commitment`; moves in SAN (a hidden piece as the piece it looked
 //! like) with comments for reveals and captured identities.
@@ -60,6 +61,12 @@ pub fn render(r: &FinishedGame) -> Result<String, String> {
     tag(&mut out, "White", &name(&r.white));
     tag(&mut out, "Black", &name(&r.black));
     tag(&mut out, "Result", result);
+    // A computer player is labelled as one (PGN's player-type tags).
+    for (name, player) in [("WhiteType", &r.white), ("BlackType", &r.black)] {
+        if player.as_ref().is_some_and(|p| p.bot) {
+            tag(&mut out, name, "program");
+        }
+    }
     tag(&mut out, "GameId", &r.game_id);
     tag(
         &mut out,
@@ -135,4 +142,46 @@ pub fn render(r: &FinishedGame) -> Result<String, String> {
     out.push_str(&line);
     out.push('\n');
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use frontier_proto::games::v1::{MoveRecord, Player, Variant as PbVariant};
+
+    use super::*;
+
+    fn player(name: &str, bot: bool) -> Option<Player> {
+        Some(Player {
+            id: uuid::Uuid::now_v7().to_string(),
+            name: name.to_owned(),
+            guest: false,
+            bot,
+            bot_level: 0,
+        })
+    }
+
+    #[test]
+    fn a_computer_player_is_labelled_a_program() {
+        let mut record = FinishedGame {
+            game_id: uuid::Uuid::now_v7().to_string(),
+            variant: PbVariant::Standard as i32,
+            white: player("ann", false),
+            black: player("Frontier Bot · Easy", true),
+            result: "white".into(),
+            outcome: "white-resignation".into(),
+            moves: vec![MoveRecord {
+                ply: 1,
+                uci: "e2e4".into(),
+                ..Default::default()
+            }],
+            start_fen: Position::new(Variant::Standard).fen(),
+            ..Default::default()
+        };
+        let pgn = render(&record).expect("renders");
+        assert!(pgn.contains("[Black \"Frontier Bot · Easy\"]"), "{pgn}");
+        assert!(pgn.contains("[BlackType \"program\"]"), "{pgn}");
+        assert!(!pgn.contains("WhiteType"), "{pgn}");
+        record.black = player("bob", false);
+        assert!(!render(&record).expect("renders").contains("Type"));
+    }
 }

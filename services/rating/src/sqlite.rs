@@ -340,11 +340,14 @@ impl RatingStore for SqliteStore {
             .map(move_from_json)
             .collect::<Result<Vec<_>, _>>()?;
         let player = |side: &str| -> Result<games::Player, StoreError> {
+            let id = row.try_get::<Uuid, _>(&*format!("{side}_id"))?;
+            let bot: bool = row.try_get(&*format!("{side}_bot"))?;
             Ok(games::Player {
-                id: row.try_get::<Uuid, _>(&*format!("{side}_id"))?.to_string(),
+                id: id.to_string(),
                 name: row.try_get(&*format!("{side}_name"))?,
                 guest: row.try_get(&*format!("{side}_guest"))?,
-                bot: row.try_get(&*format!("{side}_bot"))?,
+                bot,
+                bot_level: crate::store::stored_bot_level(id, bot),
             })
         };
         let variant = variant_of(&row.try_get::<String, _>("variant")?)?;

@@ -124,10 +124,17 @@ impl TryFrom<&FinishedGame> for CheckedGame {
         {
             return Err(invalid("time control out of range"));
         }
+        // A game with a computer player is never rated, whatever its record says (the flag,
+        // or a bot's fixed id: defence in depth).
+        let is_bot = |p: &frontier_proto::games::v1::Player, id: Uuid| {
+            p.bot || frontier_platform::PlayerId(id).bot_level().is_some()
+        };
         let rateable = game.rated
             && result != GameResult::Aborted
             && !white.guest
             && !black.guest
+            && !is_bot(white, white_id)
+            && !is_bot(black, black_id)
             && white_id != black_id;
         Ok(CheckedGame {
             id,
@@ -139,6 +146,17 @@ impl TryFrom<&FinishedGame> for CheckedGame {
             rateable,
         })
     }
+}
+
+/// The protobuf bot level of a stored player: a bot's level follows from its fixed id (the
+/// stores keep the bot flag, not a column for the level).
+pub(crate) fn stored_bot_level(id: Uuid, bot: bool) -> i32 {
+    frontier_platform::PlayerId(id)
+        .bot_level()
+        .filter(|_| bot)
+        .map_or(frontier_proto::games::v1::BotLevel::Unspecified, |l| {
+            frontier_platform::convert::bot_level_to_proto(l)
+        }) as i32
 }
 
 /// Checks a game before a store files it.

@@ -155,6 +155,7 @@ fn player(id: Uuid, name: &str) -> Player {
         name: name.to_owned(),
         guest: false,
         bot: false,
+        bot_level: 0,
     }
 }
 

@@ -33,6 +33,7 @@ fn player(id: Uuid, name: &str) -> Player {
         name: name.to_owned(),
         guest: false,
         bot: false,
+        bot_level: 0,
     }
 }
 
@@ -199,6 +200,40 @@ async fn casual_aborted_and_guest_games_are_stored_not_rated<S: RatingStore>(sto
     );
 }
 
+/// Defence in depth: a game with a computer player is never rated, even when its record
+/// says rated — whether the bot is flagged, or only recognisable by its fixed id.
+async fn games_against_the_computer_are_never_rated<S: RatingStore>(store: &S) {
+    let w = Uuid::now_v7();
+    let hard = frontier_platform::PlayerId::bot(frontier_protocol::BotLevel::Hard).0;
+    let mut flagged = finished(w, hard, "white", NOW);
+    if let Some(p) = flagged.black.as_mut() {
+        p.bot = true;
+        p.bot_level = frontier_proto::games::v1::BotLevel::Hard as i32;
+        p.name = "Frontier Bot · Hard".into();
+    }
+    let easy = frontier_platform::PlayerId::bot(frontier_protocol::BotLevel::Easy).0;
+    let unflagged = finished(easy, w, "black", NOW + 1);
+    for g in [&flagged, &unflagged] {
+        assert!(g.rated, "the record says rated");
+        assert_eq!(
+            store.record_game(g).await.expect("stored"),
+            Recorded::Stored { rated: false }
+        );
+    }
+    assert_eq!(
+        standing(store, w).await,
+        None,
+        "no rating row for the person"
+    );
+    assert_eq!(standing(store, hard).await, None, "nor for the bot");
+    let id = Uuid::parse_str(&flagged.game_id).expect("uuid");
+    assert_eq!(
+        store.game(id).await.expect("read"),
+        Some(flagged),
+        "the bot's flag and level read back"
+    );
+}
+
 async fn records_that_can_never_be_accepted_are_invalid<S: RatingStore>(store: &S) {
     let (w, b) = (Uuid::now_v7(), Uuid::now_v7());
     let mut bad_id = finished(w, b, "white", NOW);
@@ -353,6 +388,7 @@ async fn every_scenario<S: RatingStore>(store: S) {
     a_game_seen_twice_changes_nothing_the_second_time(&store).await;
     idle_time_grows_rd_before_the_next_game(&store).await;
     casual_aborted_and_guest_games_are_stored_not_rated(&store).await;
+    games_against_the_computer_are_never_rated(&store).await;
     records_that_can_never_be_accepted_are_invalid(&store).await;
     games_page_newest_first_and_the_last_page_has_no_cursor(&store).await;
     the_leaderboard_ranks_by_rating_with_the_latest_recorded_name(&store).await;

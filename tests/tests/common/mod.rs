@@ -4,6 +4,7 @@
 
 #![allow(dead_code, unreachable_pub)]
 
+pub mod bots;
 pub mod leak;
 
 use std::net::SocketAddr;
@@ -215,6 +216,37 @@ impl Platform {
         Ok(())
     }
 
+    /// Starts `n` real bot-workers sharing the bot-job consumer; `max_nodes` caps every
+    /// decision (a test hook) so whole games stay quick.
+    #[allow(dead_code)] // Not every test file plays the computer.
+    pub async fn start_bot_workers(&mut self, n: usize, max_nodes: u64) -> anyhow::Result<()> {
+        let urls: Vec<String> = self
+            .sessions
+            .iter()
+            .map(|s| format!("http://{s}"))
+            .collect();
+        for _ in 0..n {
+            let config = frontier_bot_worker::Config::try_parse_from([
+                "bot-worker".to_owned(),
+                "--nats-url".into(),
+                frontier_testkit::nats_url(),
+                "--namespace".into(),
+                self.namespace.clone(),
+                "--game-session-urls".into(),
+                urls.join(","),
+                "--concurrency".into(),
+                "2".into(),
+                "--test-max-nodes".into(),
+                max_nodes.to_string(),
+            ])?;
+            let service = frontier_bot_worker::build(&config).await?;
+            let shutdown = Shutdown::new();
+            self.shutdowns.push(shutdown.clone());
+            self.tasks.push(tokio::spawn(service.serve(shutdown)));
+        }
+        Ok(())
+    }
+
     /// A gateway's base URL.
     pub fn http(&self, gateway: usize) -> String {
         format!("http://{}", self.gateways[gateway])
@@ -231,9 +263,9 @@ impl Platform {
         if let Ok(client) = async_nats::connect(frontier_testkit::nats_url()).await
             && let Ok(ns) = frontier_platform::Namespace::new(&self.namespace)
         {
-            let _ = async_nats::jetstream::new(client)
-                .delete_stream(ns.finished_games_stream())
-                .await;
+            let js = async_nats::jetstream::new(client);
+            let _ = js.delete_stream(ns.finished_games_stream()).await;
+            let _ = js.delete_stream(ns.bot_jobs_stream()).await;
         }
     }
 }
