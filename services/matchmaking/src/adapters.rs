@@ -1,17 +1,24 @@
 //! The seams' production adapters: `matched` notices on NATS, ratings from the rating
 //! service, games from game-session.
 
+use frontier_pairing::Pool;
 use frontier_pairing::Ratings;
 use frontier_platform::Namespace;
-use frontier_platform::convert::variant_from_proto;
+use frontier_platform::convert::{bot_level_to_proto, variant_from_proto, variant_to_proto};
+use frontier_platform::grpc::refusal_code;
+use frontier_platform::trace::{Traced, traced};
+use frontier_proto::games::v1 as games;
+use frontier_proto::gamesession::v1 as session;
+use frontier_proto::gamesession::v1::game_session_client::GameSessionClient;
 use frontier_proto::rating::v1 as rating;
 use frontier_proto::rating::v1::ratings_client::RatingsClient;
+use frontier_protocol::{BotLevel, ErrorCode};
 use frontier_rules::Variant;
 use prost::Message as _;
 
 use crate::grpc::matched_to_proto;
 use crate::matchmaker::{CreateError, GameMaker, MatchedNotice, Notifier, RatingSource};
-use crate::ticket::MatchRecord;
+use crate::ticket::{MatchRecord, Seat};
 
 /// Publishes each notice, protobuf `frontier.matchmaking.v1.Matched`, on the player's
 /// subject `<ns>.player.<id>`.
@@ -101,27 +108,90 @@ impl RatingSource for Ratingsource {
     }
 }
 
-/// **The seam still open:** game-session has no rpc yet that starts a game between two
-/// given players (or a player and a bot) idempotent by match id (issue 11, step 4; it is
-/// to build on the bot seats of the `bots` branch). Until it lands, every pairing is given
-/// up with both tickets returned, so nobody is put in a half-made game.
+/// Creates games with game-session's `StartMatch`, under the match id (so a repeat finds
+/// the first game).
 #[derive(Clone)]
 pub struct GameSessionMaker {
-    _urls: Vec<String>,
+    client: GameSessionClient<Traced>,
 }
 
 impl GameSessionMaker {
-    /// For these game-session URLs.
-    pub fn new(urls: Vec<String>) -> GameSessionMaker {
-        GameSessionMaker { _urls: urls }
+    /// Over these game-session URLs (connected lazily).
+    pub fn new(urls: &[String]) -> Result<GameSessionMaker, String> {
+        let channel = frontier_proto::game_session_channel(urls)?;
+        Ok(GameSessionMaker {
+            client: GameSessionClient::new(traced(channel)),
+        })
     }
+}
+
+/// A seat as game-session takes it.
+fn match_seat(seat: &Seat) -> Result<session::MatchSeat, CreateError> {
+    Ok(session::MatchSeat {
+        seat: Some(match seat {
+            Seat::Player(p) => session::match_seat::Seat::Player(games::Player {
+                id: p.id.clone(),
+                name: p.name.clone(),
+                guest: p.guest,
+                bot: false,
+                bot_level: games::BotLevel::Unspecified as i32,
+            }),
+            Seat::Bot(level) => {
+                let level = BotLevel::parse(level)
+                    .ok_or_else(|| CreateError::Refused(format!("unknown bot level `{level}`")))?;
+                session::match_seat::Seat::Bot(bot_level_to_proto(level) as i32)
+            }
+        }),
+    })
+}
+
+/// Whether a failed call certainly never reached a game-session: the connection was
+/// refused. Anything else (a reset, a timeout) may have come after the game was made.
+fn never_sent(status: &tonic::Status) -> bool {
+    let mut source: Option<&(dyn std::error::Error + 'static)> = std::error::Error::source(status);
+    while let Some(e) = source {
+        if let Some(io) = e.downcast_ref::<std::io::Error>()
+            && io.kind() == std::io::ErrorKind::ConnectionRefused
+        {
+            return true;
+        }
+        source = e.source();
+    }
+    false
 }
 
 impl GameMaker for GameSessionMaker {
     async fn create(&self, record: &MatchRecord) -> Result<String, CreateError> {
-        tracing::error!(match_id = %record.id, "game-session's StartMatch is not wired yet");
-        Err(CreateError::Refused(
-            "game-session has no StartMatch rpc yet".into(),
-        ))
+        let pool: Pool = record
+            .pool
+            .parse()
+            .map_err(|e| CreateError::Refused(format!("{e}")))?;
+        let request = session::StartMatchRequest {
+            match_id: record.id.clone(),
+            variant: variant_to_proto(pool.variant) as i32,
+            rated: record.rated,
+            time_control: Some(games::TimeControl {
+                initial_seconds: pool.clock.minutes() * 60,
+                increment_seconds: pool.clock.increment(),
+            }),
+            white: Some(match_seat(&record.white)?),
+            black: Some(match_seat(&record.black)?),
+        };
+        let mut request = tonic::Request::new(request);
+        request.set_timeout(CREATE_TIMEOUT);
+        let mut client = self.client.clone();
+        match client.start_match(request).await {
+            Ok(answer) => Ok(answer.into_inner().game_id),
+            Err(status) => match refusal_code(&status) {
+                Some(ErrorCode::BadField | ErrorCode::GuestRated | ErrorCode::BadTimeControl) => {
+                    Err(CreateError::Refused(status.message().to_owned()))
+                }
+                None if never_sent(&status) => Err(CreateError::Unreachable(status.to_string())),
+                _ => Err(CreateError::Unknown(status.to_string())),
+            },
+        }
     }
 }
+
+/// How long one `StartMatch` call may take before its outcome counts as unknown.
+const CREATE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);

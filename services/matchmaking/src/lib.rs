@@ -78,7 +78,7 @@ pub async fn build(config: &Config) -> anyhow::Result<Service> {
     };
     let matchmaker = Matchmaker::new(
         RedisTickets::new(conn.clone(), &ns),
-        GameSessionMaker::new(config.game_session_urls.clone()),
+        GameSessionMaker::new(&config.game_session_urls).map_err(anyhow::Error::msg)?,
         NatsNotifier::new(nats.clone(), ns),
         ratings,
         config.pairing(),
