@@ -8,6 +8,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         "frontier/gamesession/v1/game_session.proto",
         "frontier/gamesession/storage/v1/stored_game.proto",
         "frontier/rating/v1/rating.proto",
+        "frontier/matchmaking/v1/matchmaking.proto",
     ];
     for file in &files {
         println!("cargo:rerun-if-changed={}", root.join(file).display());

@@ -72,7 +72,8 @@ both_ways! {
     Unavailable => Unavailable,
     Internal => Internal,
     TooManyBoards => TooManyBoards,
-    UndoNotAllowed => UndoNotAllowed
+    UndoNotAllowed => UndoNotAllowed,
+    AlreadyMatched => AlreadyMatched
 }
 
 /// The gRPC status code that best describes a refusal with this client code.

@@ -165,6 +165,21 @@ impl Namespace {
     pub fn waiting_boards_key(&self, player: &str) -> String {
         format!("{}:waiting:{}", self.prefix, player)
     }
+
+    /// The prefix of every matchmaking key, `<ns>:{mm}:`: tickets (`ticket:<player>`), pools
+    /// (`pool:<pool key>`), pairings being created (`match:<id>`, `pending`), notices
+    /// (`matched:<player>`), disconnected seekers (`leaving`), recent times to pair
+    /// (`waits:<pool key>`) and colour history (`history:<player>`). One hash tag, so a
+    /// pairing's atomic script touches one cluster slot.
+    pub fn matchmaking_prefix(&self) -> String {
+        format!("{}:{{mm}}:", self.prefix)
+    }
+
+    /// NATS subject of one player's notices (`matched`): every gateway holding a connection
+    /// of the player follows it.
+    pub fn player_subject(&self, player: &str) -> String {
+        format!("{}.player.{}", self.prefix, player)
+    }
 }
 
 #[cfg(test)]

@@ -32,6 +32,14 @@ pub mod gamesession {
     }
 }
 
+/// `frontier.matchmaking.v1`: the matchmaking service.
+pub mod matchmaking {
+    /// Version 1.
+    pub mod v1 {
+        tonic::include_proto!("frontier.matchmaking.v1");
+    }
+}
+
 /// `frontier.rating.v1`: the rating service's read API (ratings, games, PGN).
 pub mod rating {
     /// Version 1.

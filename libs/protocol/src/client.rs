@@ -27,6 +27,20 @@ impl ClockSpec {
     }
 }
 
+/// A matchmaking pool named in a `seek`: a variant, one of the pool clocks (1+0, 3+0, 3+2,
+/// 5+0, 10+0, 15+10, 30+0) and rated or casual.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PoolSpec {
+    /// `standard`, `hidden` or `atomic`.
+    pub variant: String,
+    /// The time control.
+    pub clock: ClockSpec,
+    /// Rated (registered players only); default casual.
+    #[serde(default)]
+    pub rated: bool,
+}
+
 /// The creator's colour choice.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -242,6 +256,27 @@ pub enum ClientMessage {
         #[serde(default)]
         expected_version: Option<u64>,
     },
+    /// Quick match: wait for an opponent in one or several pools (replacing a standing
+    /// seek); matched in exactly one of them.
+    Seek {
+        /// Echoed in `seeking`.
+        #[serde(default)]
+        id: Option<String>,
+        /// 1 to 8 different pools.
+        pools: Vec<PoolSpec>,
+    },
+    /// Stop seeking.
+    CancelSeek {
+        /// Echoed in `seek_cancelled`.
+        #[serde(default)]
+        id: Option<String>,
+    },
+    /// The player's standing seek and latest `matched` notice (after a reconnect).
+    Status {
+        /// Echoed in `status`.
+        #[serde(default)]
+        id: Option<String>,
+    },
 }
 
 impl ClientMessage {
@@ -264,6 +299,9 @@ impl ClientMessage {
             ClientMessage::ClaimVictory { .. } => "claim_victory",
             ClientMessage::PlayComputer { .. } => "play_computer",
             ClientMessage::Undo { .. } => "undo",
+            ClientMessage::Seek { .. } => "seek",
+            ClientMessage::CancelSeek { .. } => "cancel_seek",
+            ClientMessage::Status { .. } => "status",
         }
     }
 
@@ -285,7 +323,10 @@ impl ClientMessage {
             | ClientMessage::Abort { id, .. }
             | ClientMessage::ClaimVictory { id, .. }
             | ClientMessage::PlayComputer { id, .. }
-            | ClientMessage::Undo { id, .. } => id.as_deref(),
+            | ClientMessage::Undo { id, .. }
+            | ClientMessage::Seek { id, .. }
+            | ClientMessage::CancelSeek { id }
+            | ClientMessage::Status { id } => id.as_deref(),
         }
     }
 
@@ -326,6 +367,9 @@ pub const CLIENT_MESSAGE_TYPES: &[&str] = &[
     "claim_victory",
     "play_computer",
     "undo",
+    "seek",
+    "cancel_seek",
+    "status",
 ];
 
 /// The `id` and `game_id` of a frame that could not be understood as a message, when it is
@@ -374,6 +418,9 @@ mod tests {
             r#"{"type":"claim_victory","game_id":"g"}"#,
             r#"{"type":"play_computer","variant":"atomic","level":"easy","color":"random"}"#,
             r#"{"type":"undo","game_id":"g"}"#,
+            r#"{"type":"seek","pools":[{"variant":"hidden","clock":{"minutes":3,"increment":2}}]}"#,
+            r#"{"type":"cancel_seek"}"#,
+            r#"{"type":"status"}"#,
         ];
         assert_eq!(samples.len(), CLIENT_MESSAGE_TYPES.len());
         for (sample, ty) in samples.iter().zip(CLIENT_MESSAGE_TYPES) {

@@ -97,6 +97,9 @@ pub enum ErrorCode {
     /// by its player, on their turn, with a move of theirs and the computer's reply to
     /// take back.
     UndoNotAllowed,
+    /// Matchmaking: you were just paired and your game is being created; the `matched`
+    /// notice follows.
+    AlreadyMatched,
 }
 
 impl ErrorCode {
@@ -128,6 +131,7 @@ impl ErrorCode {
             MethodNotAllowed => "method_not_allowed", TooManyBoards => "too_many_boards",
             Unavailable => "unavailable", Internal => "internal",
             UndoNotAllowed => "undo_not_allowed",
+            AlreadyMatched => "already_matched",
         }
     }
 

@@ -14,7 +14,7 @@ mod server;
 pub use bot::BotJob;
 pub use client::{
     BotLevel, CLIENT_MESSAGE_TYPES, ClientMessage, ClockSpec, ColorChoiceWire,
-    MAX_CLIENT_FRAME_BYTES, MAX_ID_BYTES, frame_tags,
+    MAX_CLIENT_FRAME_BYTES, MAX_ID_BYTES, PoolSpec, frame_tags,
 };
 pub use error::ErrorCode;
 pub use render::{
@@ -22,8 +22,8 @@ pub use render::{
     render_view, seat_name, to_json,
 };
 pub use server::{
-    CapturedIdentityWire, CapturedWire, ClocksWire, GameEvent, GameWire, MoveWire, OutcomeWire,
-    RevealWire, ServerMessage, ShuffleWire,
+    CapturedIdentityWire, CapturedWire, ClocksWire, GameEvent, GameWire, Matched, MoveWire,
+    OutcomeWire, RevealWire, SeekStanding, ServerMessage, ShuffleWire,
 };
 
 /// The protocol version, in the WebSocket path and the `welcome` message.

@@ -2,7 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::{ClockSpec, ErrorCode, PlayerInfo};
+use crate::{ClockSpec, ErrorCode, PlayerInfo, PoolSpec};
 
 /// Everything a client can receive.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -97,6 +97,39 @@ pub enum ServerMessage {
         /// The game.
         game_id: String,
     },
+    /// Answer to `seek`: the player waits in these pools.
+    Seeking {
+        /// The `seek`'s id.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        id: Option<String>,
+        /// The pools.
+        pools: Vec<PoolSpec>,
+        /// Median time to pair of recent pairings in these pools (ms), if any.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        estimated_wait_ms: Option<u64>,
+        /// A standing seek was replaced.
+        replaced: bool,
+    },
+    /// Answer to `cancel_seek`.
+    SeekCancelled {
+        /// The `cancel_seek`'s id.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        id: Option<String>,
+        /// A seek stood and is gone (false: there was none).
+        cancelled: bool,
+    },
+    /// The player was matched: sent on every connection of the player; the game opens.
+    Matched(Matched),
+    /// Answer to `status`.
+    Status {
+        /// The `status`'s id.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        id: Option<String>,
+        /// The standing seek, if any.
+        seeking: Option<SeekStanding>,
+        /// The latest match of the last 10 minutes, if any.
+        matched: Option<Matched>,
+    },
     /// A whole game as the receiver may see it.
     Game {
         /// The game.
@@ -151,6 +184,30 @@ pub struct OutcomeWire {
     /// `repetition`, `fifty-moves`, `insufficient-material`, `agreement`,
     /// `timeout-vs-insufficient-material` or `aborted`.
     pub reason: String,
+}
+
+/// A match found by quick match.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Matched {
+    /// The game (it has started).
+    pub game_id: String,
+    /// The player's colour.
+    pub color: String,
+    /// Who plays the other side; `bot: true` for the computer, always.
+    pub opponent: PlayerInfo,
+    /// Rated (never against a bot).
+    pub rated: bool,
+    /// The pool it was found in.
+    pub pool: PoolSpec,
+}
+
+/// A standing seek.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SeekStanding {
+    /// Its pools.
+    pub pools: Vec<PoolSpec>,
+    /// Since when (Unix ms).
+    pub since: u64,
 }
 
 /// A published shuffle.

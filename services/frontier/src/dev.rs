@@ -238,6 +238,7 @@ async fn start_on<A: Accounts, S: RatingStore>(
     let state = Arc::new(frontier_gateway::AppState {
         accounts,
         ratings: Some(ratings),
+        matchmaking: None,
         jwt: JwtKeys::new(jwt_secret.as_bytes(), config.jwt_ttl).map_err(anyhow::Error::msg)?,
         sessions: sessions(),
         hub: Hub::new(Box::new(LocalSource(events)), 1024),

@@ -33,6 +33,8 @@ enum Service {
     GameSession(frontier_game_session::Config),
     /// Fires flag falls and first-move limits.
     Clock(frontier_clock::Config),
+    /// Matchmaking: quick-match seeks in pools, a person first, then a labelled bot.
+    Matchmaking(frontier_matchmaking::Config),
     /// Records finished games and rates them; serves the dashboard reads (gRPC).
     Rating(frontier_rating::Config),
     /// Everything in one process, nothing to install: one address to open, accounts,
@@ -48,6 +50,7 @@ impl Service {
             Service::Gateway(_) => "gateway",
             Service::GameSession(_) => "game-session",
             Service::Clock(_) => "clock",
+            Service::Matchmaking(_) => "matchmaking",
             Service::Rating(_) => "rating",
             Service::Dev(_) => "dev",
             Service::BotWorker(_) => "bot-worker",
@@ -59,6 +62,7 @@ impl Service {
             Service::Gateway(c) => frontier_gateway::run(c, shutdown).await,
             Service::GameSession(c) => frontier_game_session::run(c, shutdown).await,
             Service::Clock(c) => frontier_clock::run(c, shutdown).await,
+            Service::Matchmaking(c) => frontier_matchmaking::run(c, shutdown).await,
             Service::Rating(c) => frontier_rating::run(c, shutdown).await,
             Service::Dev(c) => frontier::dev::run(c, shutdown).await,
             Service::BotWorker(c) => frontier_bot_worker::run(c, shutdown).await,

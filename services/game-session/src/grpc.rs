@@ -17,7 +17,7 @@ use tonic::{Request, Response, Status};
 use crate::bus::EventBus;
 use crate::error::SessionError;
 use crate::game::Action;
-use crate::service::{GameService, NewBoard, NewComputerGame, Resume};
+use crate::service::{GameService, MatchSeat, NewBoard, NewComputerGame, NewMatch, Resume};
 use crate::store::GameStore;
 
 /// The tonic service over a [`GameService`].
@@ -160,6 +160,46 @@ impl<S: GameStore, B: EventBus> GameSession for GrpcGameSession<S, B> {
             game_id: game.to_string(),
             seat: seat_of(Audience::Player(color)) as i32,
             version,
+        }))
+    }
+
+    #[tracing::instrument(name = "game_session.start_match", skip_all)]
+    async fn start_match(
+        &self,
+        request: Request<pb::StartMatchRequest>,
+    ) -> Result<Response<pb::StartMatchResponse>, Status> {
+        let r = request.into_inner();
+        let game: GameId = r
+            .match_id
+            .parse()
+            .map_err(|_| bad("match_id must be a UUID"))?;
+        let variant = variant_from_proto(r.variant)
+            .ok_or_else(|| bad("variant must be standard, hidden or atomic"))?;
+        let seat = |s: Option<pb::MatchSeat>, which: &str| -> Result<MatchSeat, Status> {
+            match s.and_then(|s| s.seat) {
+                Some(pb::match_seat::Seat::Player(p)) => Ok(MatchSeat::Person((&p).into())),
+                Some(pb::match_seat::Seat::Bot(level)) => bot_level_from_proto(level)
+                    .map(MatchSeat::Bot)
+                    .ok_or_else(|| bad(&format!("{which}: level must be easy, medium or hard"))),
+                None => Err(bad(&format!("{which} is required"))),
+            }
+        };
+        let (game, version, created) = self
+            .service
+            .start_match(NewMatch {
+                game,
+                white: seat(r.white, "white")?,
+                black: seat(r.black, "black")?,
+                variant,
+                rated: r.rated,
+                time_control: r.time_control.map(Into::into),
+            })
+            .await
+            .map_err(status)?;
+        Ok(Response::new(pb::StartMatchResponse {
+            game_id: game.to_string(),
+            version,
+            created,
         }))
     }
 

@@ -170,6 +170,34 @@ pub struct NewComputerGame {
     pub start_fen: Option<String>,
 }
 
+/// One seat of a matchmade game.
+#[derive(Debug, Clone)]
+pub enum MatchSeat {
+    /// A person.
+    Person(Player),
+    /// The computer at this level.
+    Bot(BotLevel),
+}
+
+/// A matchmade game: two given seats, started at once.
+#[derive(Debug, Clone)]
+pub struct NewMatch {
+    /// The match id, which becomes the game's id: a repeat of the request (a retry, or
+    /// another matchmaking instance that took the pairing over) finds this game instead of
+    /// making a second one.
+    pub game: GameId,
+    /// White.
+    pub white: MatchSeat,
+    /// Black.
+    pub black: MatchSeat,
+    /// The variant.
+    pub variant: Variant,
+    /// Rated (two registered people only).
+    pub rated: bool,
+    /// The clock.
+    pub time_control: Option<TimeControlSpec>,
+}
+
 /// A stored change, ready to publish: its frames, and the bot job it put in the outbox.
 #[derive(Debug)]
 struct Committed {
@@ -588,6 +616,134 @@ impl<S: GameStore, B: EventBus> GameService<S, B> {
         };
         self.publish(&game, &live, &committed).await;
         Ok((game, color, 2))
+    }
+
+    /// Starts a matchmade game between two given seats at once (its `created` and
+    /// `started` events in one compare-and-set at version 2), idempotent by match id: if the
+    /// game already exists, nothing is made and its id and current version are returned
+    /// (`false`: not created now). A bot seat gets its job through the outbox as in
+    /// `play_computer`.
+    pub async fn start_match(&self, new: NewMatch) -> Result<(GameId, u64, bool), SessionError> {
+        let people: Vec<&Player> = [&new.white, &new.black]
+            .into_iter()
+            .filter_map(|s| match s {
+                MatchSeat::Person(p) => Some(p),
+                MatchSeat::Bot(_) => None,
+            })
+            .collect();
+        for person in &people {
+            check_person(person)?;
+        }
+        match people.as_slice() {
+            [] => {
+                return Err(client(
+                    ErrorCode::BadField,
+                    "a match needs at least one person",
+                ));
+            }
+            [a, b] if a.id == b.id => {
+                return Err(client(
+                    ErrorCode::BadField,
+                    "a player cannot meet themselves",
+                ));
+            }
+            _ => {}
+        }
+        if new.rated {
+            if people.len() < 2 {
+                return Err(client(
+                    ErrorCode::BadField,
+                    "games against the computer are never rated",
+                ));
+            }
+            if people.iter().any(|p| p.guest) {
+                return Err(client(
+                    ErrorCode::GuestRated,
+                    "guests play casual games only; sign up to play rated",
+                ));
+            }
+        }
+        if let Some(tc) = &new.time_control
+            && !tc.is_valid()
+        {
+            return Err(client(
+                ErrorCode::BadTimeControl,
+                "a clock is 1 to 60 minutes with an increment of 0 to 60 seconds",
+            ));
+        }
+        if let Some((version, _)) = self.store.load(&new.game).await? {
+            return Ok((new.game, version, false));
+        }
+        let (creator, creator_color, joiner) = match (&new.white, &new.black) {
+            (MatchSeat::Person(w), other) => (w.clone(), Color::White, other.clone()),
+            (MatchSeat::Bot(_), MatchSeat::Person(b)) => {
+                (b.clone(), Color::Black, new.white.clone())
+            }
+            (MatchSeat::Bot(_), MatchSeat::Bot(_)) => {
+                return Err(client(
+                    ErrorCode::BadField,
+                    "a match needs at least one person",
+                ));
+            }
+        };
+        let board = NewBoard {
+            creator,
+            variant: new.variant,
+            color: Some(creator_color),
+            rated: new.rated,
+            time_control: new.time_control,
+            #[cfg(feature = "test-hooks")]
+            start_fen: None,
+        };
+        let now = self.clock.now_ms();
+        let (live, _) = self.new_live(&new.game, &board, now)?;
+        let mut live = storage::Loaded::new(live);
+        let created = Change {
+            happened: Happened::Created,
+            finished: false,
+        };
+        let created_frames = render::frames(&live, &created.happened, 1, now);
+        let joiner = match joiner {
+            MatchSeat::Person(p) => p,
+            MatchSeat::Bot(level) => Player::bot(PlayerId::bot(level).to_string(), level),
+        };
+        let (_, started) = live.join(joiner, now, self.settings.clocks)?;
+        let started_frames = render::frames(&live, &started.happened, 2, now);
+        let job = bot_job(&new.game, &live, 2, now);
+        let stored = self
+            .store
+            .compare_and_set(Write {
+                game: new.game,
+                expected: 0,
+                version: 2,
+                state: storage::encode(&mut live),
+                entries: vec![
+                    storage::log_entry(&created_frames),
+                    storage::log_entry(&started_frames),
+                ],
+                finished_ttl: None,
+                outbox: false,
+                deadline: live.deadline(),
+                bot_job: job.clone(),
+            })
+            .await?;
+        if !stored {
+            // A concurrent repeat of this request made it first.
+            let (version, _) = self
+                .store
+                .load(&new.game)
+                .await?
+                .ok_or_else(|| SessionError::Internal("a match's game vanished".into()))?;
+            return Ok((new.game, version, false));
+        }
+        count(&live, &created);
+        count(&live, &started);
+        let committed = Committed {
+            frames: vec![created_frames, started_frames],
+            job,
+        };
+        self.publish(&new.game, &live, &committed).await;
+        Ok((new.game, 2, true))
     }
 
     /// A new board's live game (not stored, without a share code yet) and the creator's

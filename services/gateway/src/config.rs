@@ -32,6 +32,10 @@ pub struct Config {
     /// Without it the dashboard routes answer 503 `unavailable`.
     #[arg(long, env = "FRONTIER_RATING_URL")]
     pub rating_url: Option<String>,
+    /// The matchmaking service (quick match), e.g. `http://127.0.0.1:50054`; without it
+    /// `seek` answers `unavailable`.
+    #[arg(long, env = "FRONTIER_MATCHMAKING_URL")]
+    pub matchmaking_url: Option<String>,
     /// The public base URL of the site, for invite links.
     #[arg(
         long,

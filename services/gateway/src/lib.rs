@@ -8,6 +8,7 @@ pub mod hashing;
 pub mod http;
 pub mod hub;
 pub mod limits;
+pub mod matchmaking;
 pub mod records;
 pub mod sessions;
 pub mod sqlite;
@@ -54,6 +55,9 @@ pub struct AppState<A> {
     /// The rating service's read API (finished games and ratings), for the dashboard
     /// API; `None`: the dashboard answers 503 `unavailable`.
     pub ratings: Option<records::RatingClient>,
+    /// The matchmaking service (quick match); `None`: `seek`, `cancel_seek` and `status`
+    /// answer `unavailable`.
+    pub matchmaking: Option<matchmaking::MatchmakingLink>,
     /// JWT keys.
     pub jwt: JwtKeys,
     /// game-session client.
@@ -119,9 +123,15 @@ pub async fn build(config: &Config) -> anyhow::Result<Service> {
         config.limits.guest_sweep_batch,
         shutdown.clone(),
     ));
+    let matchmaking = config
+        .matchmaking_url
+        .as_deref()
+        .map(|url| matchmaking::MatchmakingLink::connect(url, nats.clone()))
+        .transpose()?;
     Ok(Arc::new(AppState {
         accounts: PgAccounts::new(pool.clone(), hasher),
         ratings,
+        matchmaking,
         jwt,
         sessions: sessions::connect(&config.game_session_urls)?,
         hub: Hub::new(Box::new(hub::NatsSource(nats.clone())), 1024),

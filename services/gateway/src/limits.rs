@@ -671,6 +671,32 @@ impl Limits {
         }
     }
 
+    /// How many connections of `player` are open anywhere (leases not yet run out); `None`
+    /// when it cannot be told (no Redis, or Redis failed).
+    pub async fn player_connections(&self, player: &str) -> Option<u64> {
+        let mut conn = self.redis.clone()?;
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_millis() as u64)
+            .unwrap_or_default();
+        let count = redis::cmd("ZCOUNT")
+            .arg(self.slot_key(Slot::Player, player))
+            .arg(format!("({now}"))
+            .arg("+inf")
+            .to_owned();
+        match tokio::time::timeout(REDIS_TIMEOUT, count.query_async::<u64>(&mut conn)).await {
+            Ok(Ok(n)) => Some(n),
+            Ok(Err(e)) => {
+                limit_error("ws_count", &e.to_string());
+                None
+            }
+            Err(_) => {
+                limit_error("ws_count", "timed out");
+                None
+            }
+        }
+    }
+
     /// Reserves one of `player`'s waiting-board slots as `reservation` (an `r:` id),
     /// while the board is being created.
     pub async fn reserve_waiting(&self, player: &str, reservation: &str) -> Reservation {

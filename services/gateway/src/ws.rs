@@ -11,10 +11,11 @@ use bytes::Bytes;
 use frontier_platform::{AuthError, Claims, GameId};
 use frontier_proto::games::v1 as games;
 use frontier_proto::gamesession::v1 as pb;
+use frontier_proto::matchmaking::v1 as mm;
 use frontier_protocol::{
     BotLevel, CLIENT_MESSAGE_TYPES, ClientMessage, ClockSpec, ColorChoiceWire, ErrorCode,
-    MAX_CLIENT_FRAME_BYTES, MAX_ID_BYTES, PROTOCOL_VERSION, PlayerInfo, ServerMessage, frame_tags,
-    to_json,
+    MAX_CLIENT_FRAME_BYTES, MAX_ID_BYTES, Matched, PROTOCOL_VERSION, PlayerInfo, PoolSpec,
+    SeekStanding, ServerMessage, frame_tags, to_json,
 };
 use futures_util::{SinkExt as _, StreamExt as _};
 use tokio::sync::{broadcast, mpsc};
@@ -23,6 +24,9 @@ use tracing::Instrument as _;
 use crate::AppState;
 use crate::accounts::Accounts;
 use crate::limits::{Refused, Reservation, Slot, Window, count_refusal};
+use crate::matchmaking::{
+    MAX_POOLS, MatchmakingLink, follow_notices, matched_from_proto, pool_from_key, pool_to_proto,
+};
 use crate::sessions::{Refusal, seat_name};
 
 /// Close codes the gateway uses besides the standard ones.
@@ -82,6 +86,18 @@ struct Connection<A: Accounts> {
     conn_id: String,
     /// The connection slots it holds (its address's; its player's once authenticated).
     slots: Vec<(Slot, String)>,
+    /// The follower of the player's `matched` notices (with matchmaking configured).
+    notices: Option<tokio::task::JoinHandle<()>>,
+    /// Where the follower hands notices over, until the connection's loop takes it.
+    notice_rx: Option<mpsc::Receiver<Matched>>,
+}
+
+/// The next notice, or never without a follower.
+async fn next_notice(rx: &mut Option<mpsc::Receiver<Matched>>) -> Option<Matched> {
+    match rx {
+        Some(rx) => rx.recv().await,
+        None => std::future::pending().await,
+    }
 }
 
 fn text(s: String) -> Message {
@@ -184,6 +200,8 @@ pub async fn serve<A: Accounts>(socket: WebSocket, state: Arc<AppState<A>>, clie
         follows: HashMap::new(),
         conn_id: uuid::Uuid::new_v4().to_string(),
         slots: Vec::new(),
+        notices: None,
+        notice_rx: None,
     };
     if let Err(refused) = state
         .limits
@@ -211,11 +229,16 @@ pub async fn serve<A: Accounts>(socket: WebSocket, state: Arc<AppState<A>>, clie
         tokio::time::interval((state.limits.args.ws_lease / 3).max(Duration::from_millis(100)));
     lease.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     lease.tick().await;
+    let mut notice_rx = None;
     loop {
         if conn.out.is_closed() {
             break;
         }
+        if notice_rx.is_none() {
+            notice_rx = conn.notice_rx.take();
+        }
         tokio::select! {
+            Some(matched) = next_notice(&mut notice_rx) => conn.on_matched(matched),
             _ = state.shutdown.wait() => {
                 conn.close(1001, "server shutting down");
                 break;
@@ -250,9 +273,33 @@ pub async fn serve<A: Accounts>(socket: WebSocket, state: Arc<AppState<A>>, clie
     for (_, task) in conn.follows.drain() {
         task.abort();
     }
+    if let Some(task) = conn.notices.take() {
+        task.abort();
+    }
     state.limits.release(&conn.slots, &conn.conn_id).await;
+    if let (Some(claims), Some(link)) = (&conn.player, &state.matchmaking) {
+        left(&state, link, &claims.sub.to_string()).await;
+    }
     drop(conn);
     let _ = writer.await;
+}
+
+/// A connection of `player` closed: if it was their last anywhere, their seek lapses after
+/// matchmaking's grace period (a reconnect within it keeps the place). When the count
+/// cannot be told, the seek is left standing: better a seek that stays than one lost.
+async fn left<A: Accounts>(state: &AppState<A>, link: &MatchmakingLink, player: &str) {
+    if state.limits.player_connections(player).await != Some(0) {
+        return;
+    }
+    let mut client = link.client.clone();
+    if let Err(status) = client
+        .leave(mm::PlayerRequest {
+            player_id: player.to_owned(),
+        })
+        .await
+    {
+        tracing::warn!(%status, "matchmaking did not take the player's leaving");
+    }
 }
 
 impl<A: Accounts> Connection<A> {
@@ -406,6 +453,7 @@ impl<A: Accounts> Connection<A> {
                         bot: false,
                     },
                 });
+                self.start_notices(&claims.sub.to_string()).await;
                 self.player = Some(claims);
             }
             Err(e) => self.error(id, None, auth_code(&e), e.to_string()),
@@ -531,6 +579,9 @@ impl<A: Accounts> Connection<A> {
                 self.play_computer(player, id, &variant, &level, color, clock)
                     .await
             }
+            ClientMessage::Seek { pools, .. } => self.seek(player, id, &pools).await,
+            ClientMessage::CancelSeek { .. } => self.cancel_seek(&player.id, id).await,
+            ClientMessage::Status { .. } => self.seek_status(&player.id, id).await,
             ClientMessage::JoinBoard { code, .. } => {
                 if code.len() > 16 {
                     return self.error(
@@ -643,6 +694,139 @@ impl<A: Accounts> Connection<A> {
                     color: seat_name(r.seat).to_owned(),
                 });
                 self.follow(&r.game_id, None, id);
+            }
+            Err(status) => self.refused(id, None, status.into()),
+        }
+    }
+
+    /// The matchmaking service, or an `unavailable` answer.
+    fn matchmaking(&self, id: Option<&str>) -> Option<MatchmakingLink> {
+        let link = self.state.matchmaking.clone();
+        if link.is_none() {
+            self.error(
+                id,
+                None,
+                ErrorCode::Unavailable,
+                "quick match is not available on this server",
+            );
+        }
+        link
+    }
+
+    /// Follows the player's `matched` notices (a connection of an authenticated player,
+    /// with matchmaking configured), and tells matchmaking the player is here: a seek due
+    /// to lapse after a disconnect stays.
+    async fn start_notices(&mut self, player: &str) {
+        let Some(link) = self.state.matchmaking.clone() else {
+            return;
+        };
+        let (tx, rx) = mpsc::channel(8);
+        self.notices = follow_notices(&link.nats, &self.state.ns, player, tx).await;
+        self.notice_rx = Some(rx);
+        let mut client = link.client;
+        let request = mm::PlayerRequest {
+            player_id: player.to_owned(),
+        };
+        tokio::spawn(async move {
+            if let Err(status) = client.status(request).await {
+                tracing::debug!(%status, "matchmaking status at connect");
+            }
+        });
+    }
+
+    /// A `matched` notice: told to the client, and the game opened on this connection.
+    fn on_matched(&mut self, matched: Matched) {
+        let game_id = matched.game_id.clone();
+        self.send(&ServerMessage::Matched(matched));
+        self.follow(&game_id, None, None);
+    }
+
+    /// `seek`: checked here for what the gateway can tell (the pools' count and variants);
+    /// matchmaking checks the rest (clocks, duplicates, guests in rated pools).
+    async fn seek(&mut self, player: games::Player, id: Option<&str>, pools: &[PoolSpec]) {
+        if pools.is_empty() || pools.len() > MAX_POOLS {
+            return self.error(
+                id,
+                None,
+                ErrorCode::BadField,
+                format!("pools: name 1 to {MAX_POOLS} pools"),
+            );
+        }
+        let Some(wire) = pools.iter().map(pool_to_proto).collect::<Option<Vec<_>>>() else {
+            return self.error(
+                id,
+                None,
+                ErrorCode::BadField,
+                "pools: variant is standard, hidden or atomic",
+            );
+        };
+        let Some(link) = self.matchmaking(id) else {
+            return;
+        };
+        let mut client = link.client;
+        match client
+            .seek(mm::SeekRequest {
+                player: Some(player),
+                pools: wire,
+            })
+            .await
+        {
+            Ok(r) => {
+                let r = r.into_inner();
+                self.send(&ServerMessage::Seeking {
+                    id: id.map(str::to_owned),
+                    pools: r.pools.iter().filter_map(|k| pool_from_key(k)).collect(),
+                    estimated_wait_ms: r.estimated_wait_ms,
+                    replaced: r.replaced,
+                });
+            }
+            Err(status) => self.refused(id, None, status.into()),
+        }
+    }
+
+    /// `cancel_seek`.
+    async fn cancel_seek(&mut self, player: &str, id: Option<&str>) {
+        let Some(link) = self.matchmaking(id) else {
+            return;
+        };
+        let mut client = link.client;
+        match client
+            .cancel_seek(mm::PlayerRequest {
+                player_id: player.to_owned(),
+            })
+            .await
+        {
+            Ok(r) => self.send(&ServerMessage::SeekCancelled {
+                id: id.map(str::to_owned),
+                cancelled: r.into_inner().cancelled,
+            }),
+            Err(status) => self.refused(id, None, status.into()),
+        }
+    }
+
+    /// `status`: the standing seek and the latest match (after a reconnect).
+    async fn seek_status(&mut self, player: &str, id: Option<&str>) {
+        let Some(link) = self.matchmaking(id) else {
+            return;
+        };
+        let mut client = link.client;
+        match client
+            .status(mm::PlayerRequest {
+                player_id: player.to_owned(),
+            })
+            .await
+        {
+            Ok(r) => {
+                let r = r.into_inner();
+                let seeking = (!r.pools.is_empty()).then(|| SeekStanding {
+                    pools: r.pools.iter().filter_map(|k| pool_from_key(k)).collect(),
+                    since: r.since_ms,
+                });
+                self.send(&ServerMessage::Status {
+                    id: id.map(str::to_owned),
+                    seeking,
+                    matched: r.matched.and_then(matched_from_proto),
+                });
             }
             Err(status) => self.refused(id, None, status.into()),
         }

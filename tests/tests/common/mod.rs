@@ -53,6 +53,8 @@ pub struct Platform {
     pub rating: Arc<frontier_rating::ConsumerStats>,
     /// The rating service's read API.
     pub rating_url: String,
+    /// Matchmaking instances' gRPC addresses (with [`Platform::start_matchmade`]).
+    pub matchmakers: Vec<SocketAddr>,
     shutdowns: Vec<Shutdown>,
     tasks: Vec<tokio::task::JoinHandle<anyhow::Result<()>>>,
 }
@@ -69,6 +71,26 @@ impl Platform {
         Platform::start_with(gateways, sessions, layout, &[], &[]).await
     }
 
+    /// As [`Platform::start`], with `matchmakers` matchmaking instances (each given
+    /// `matchmaking_flags`); gateway `i` calls instance `i % matchmakers`, and every
+    /// instance creates games on every game-session.
+    pub async fn start_matchmade(
+        gateways: usize,
+        sessions: usize,
+        matchmakers: usize,
+        matchmaking_flags: &[&str],
+    ) -> anyhow::Result<Platform> {
+        Platform::start_inner(
+            gateways,
+            sessions,
+            None,
+            &[],
+            &[],
+            (matchmakers, matchmaking_flags),
+        )
+        .await
+    }
+
     /// As [`Platform::start`], with extra flags for every game-session, and gateway flags
     /// (`("--login-limit", "3/1s")`, …) that replace the harness's own. The harness raises every abuse limit far above what a
     /// test does, so only a test that sets a limit meets it.
@@ -79,6 +101,25 @@ impl Platform {
         session_flags: &[&str],
         gateway_flags: &[(&str, &str)],
     ) -> anyhow::Result<Platform> {
+        Platform::start_inner(
+            gateways,
+            sessions,
+            layout,
+            session_flags,
+            gateway_flags,
+            (0, &[]),
+        )
+        .await
+    }
+
+    async fn start_inner(
+        gateways: usize,
+        sessions: usize,
+        layout: Option<&str>,
+        session_flags: &[&str],
+        gateway_flags: &[(&str, &str)],
+        (matchmakers, matchmaking_flags): (usize, &[&str]),
+    ) -> anyhow::Result<Platform> {
         let namespace = frontier_testkit::unique_namespace();
         let database_url = frontier_testkit::fresh_database().await?;
         let mut platform = Platform {
@@ -88,6 +129,7 @@ impl Platform {
             database_url: database_url.clone(),
             rating: Arc::default(),
             rating_url: String::new(),
+            matchmakers: Vec::new(),
             shutdowns: Vec::new(),
             tasks: Vec::new(),
         };
@@ -149,6 +191,36 @@ impl Platform {
             url
         };
         platform.rating_url = rating_url.clone();
+        let session_urls: Vec<String> = platform
+            .sessions
+            .iter()
+            .map(|s| format!("http://{s}"))
+            .collect();
+        for _ in 0..matchmakers {
+            let mut args = vec![
+                "matchmaking".to_owned(),
+                "--game-session-urls".into(),
+                session_urls.join(","),
+                "--rating-url".into(),
+                rating_url.clone(),
+                "--redis-url".into(),
+                frontier_testkit::redis_url(),
+                "--nats-url".into(),
+                frontier_testkit::nats_url(),
+                "--namespace".into(),
+                namespace.clone(),
+            ];
+            args.extend(matchmaking_flags.iter().map(|f| (*f).to_owned()));
+            let config = frontier_matchmaking::Config::try_parse_from(args)?;
+            let service = frontier_matchmaking::build(&config).await?;
+            let listener = TcpListener::bind("127.0.0.1:0").await?;
+            platform.matchmakers.push(listener.local_addr()?);
+            let shutdown = Shutdown::new();
+            platform.shutdowns.push(shutdown.clone());
+            platform
+                .tasks
+                .push(tokio::spawn(service.serve(listener, shutdown)));
+        }
         for i in 0..gateways {
             let session = platform.sessions[i % sessions];
             let mut args = vec![
@@ -170,6 +242,13 @@ impl Platform {
                 "--redis-url".into(),
                 frontier_testkit::redis_url(),
             ];
+            if !platform.matchmakers.is_empty() {
+                args.push("--matchmaking-url".into());
+                args.push(format!(
+                    "http://{}",
+                    platform.matchmakers[i % platform.matchmakers.len()]
+                ));
+            }
             for (flag, value) in GENEROUS_LIMITS
                 .iter()
                 .filter(|(flag, _)| !gateway_flags.iter().any(|(f, _)| f == flag))

@@ -1,0 +1,116 @@
+//! Quick match at the edge: the matchmaking service's client, the conversions between the
+//! protocol's pools and notices and their protobuf forms, and each connection's follower of
+//! its player's notices (`<ns>.player.<id>` on NATS).
+
+use frontier_pairing::Pool;
+use frontier_platform::Namespace;
+use frontier_platform::trace::{Traced, traced};
+use frontier_proto::matchmaking::v1 as mm;
+use frontier_proto::matchmaking::v1::matchmaking_client::MatchmakingClient;
+use frontier_protocol::{ClockSpec, Matched, PlayerInfo, PoolSpec};
+use futures_util::StreamExt as _;
+use prost::Message as _;
+use tokio::sync::mpsc;
+
+/// The matchmaking service, for `seek`, `cancel_seek` and `status`.
+#[derive(Clone)]
+pub struct MatchmakingLink {
+    /// Its client (each call carries the caller's trace context).
+    pub client: MatchmakingClient<Traced>,
+    /// NATS, where each player's `matched` notices arrive.
+    pub nats: async_nats::Client,
+}
+
+impl MatchmakingLink {
+    /// A lazily connected client of the matchmaking service at `url`.
+    pub fn connect(url: &str, nats: async_nats::Client) -> anyhow::Result<MatchmakingLink> {
+        let channel = tonic::transport::Endpoint::from_shared(url.to_owned())
+            .map_err(|e| anyhow::anyhow!("matchmaking URL `{url}`: {e}"))?
+            .tcp_nodelay(true)
+            .connect_timeout(std::time::Duration::from_secs(3))
+            .connect_lazy();
+        Ok(MatchmakingLink {
+            client: MatchmakingClient::new(traced(channel)),
+            nats,
+        })
+    }
+}
+
+/// Most pools one `seek` may name (matchmaking refuses more, too).
+pub const MAX_POOLS: usize = 8;
+
+/// A pool of a `seek`, for matchmaking; `None` for an unknown variant.
+pub fn pool_to_proto(pool: &PoolSpec) -> Option<mm::Pool> {
+    let variant = frontier_platform::convert::variant_from_name(&pool.variant)?;
+    Some(mm::Pool {
+        variant: frontier_platform::convert::variant_to_proto(variant) as i32,
+        minutes: pool.clock.minutes,
+        increment: pool.clock.increment,
+        rated: pool.rated,
+    })
+}
+
+/// A pool key from matchmaking (`standard:3+2:rated`) as the protocol writes a pool.
+pub fn pool_from_key(key: &str) -> Option<PoolSpec> {
+    let pool: Pool = key.parse().ok()?;
+    Some(PoolSpec {
+        variant: pool.variant.name().to_owned(),
+        clock: ClockSpec {
+            minutes: pool.clock.minutes(),
+            increment: pool.clock.increment(),
+        },
+        rated: pool.rated,
+    })
+}
+
+/// A notice as the `matched` frame says it; `None` if it does not read (logged).
+pub fn matched_from_proto(m: mm::Matched) -> Option<Matched> {
+    let Some(pool) = pool_from_key(&m.pool) else {
+        tracing::warn!(pool = %m.pool, "a matched notice names an unknown pool");
+        return None;
+    };
+    let opponent = m.opponent?;
+    Some(Matched {
+        game_id: m.game_id,
+        color: m.color,
+        opponent: PlayerInfo {
+            id: opponent.id,
+            name: opponent.name,
+            guest: opponent.guest,
+            bot: opponent.bot,
+        },
+        rated: m.rated,
+        pool,
+    })
+}
+
+/// Follows `player`'s notices until the returned task is aborted, handing each to `out`.
+/// Resolves once the subscription is active (a notice published afterwards is not missed).
+pub async fn follow_notices(
+    nats: &async_nats::Client,
+    ns: &Namespace,
+    player: &str,
+    out: mpsc::Sender<Matched>,
+) -> Option<tokio::task::JoinHandle<()>> {
+    let mut subscription = match nats.subscribe(ns.player_subject(player)).await {
+        Ok(s) => s,
+        Err(e) => {
+            tracing::warn!(error = %e, "could not follow the player's notices");
+            return None;
+        }
+    };
+    crate::hub::server_round_trip(nats).await;
+    Some(tokio::spawn(async move {
+        while let Some(message) = subscription.next().await {
+            let Ok(notice) = mm::Matched::decode(message.payload) else {
+                tracing::warn!("an unreadable matched notice was dropped");
+                continue;
+            };
+            if let Some(matched) = matched_from_proto(notice)
+                && out.send(matched).await.is_err()
+            {
+                return;
+            }
+        }
+    }))
+}

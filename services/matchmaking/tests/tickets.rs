@@ -1,0 +1,503 @@
+//! The matchmaker on a real Redis: seeks, cancels, the atomic pairing step across
+//! instances, and what happens when game creation fails. game-session is stood in for by a
+//! recorder that is idempotent by match id, as the real rpc is.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use frontier_matchmaking::{
+    CreateError, GameMaker, MatchError, MatchRecord, MatchedNotice, Matchmaker, NoRatings,
+    Notifier, RedisTickets, Seat, Seeker, Settings,
+};
+use frontier_pairing::{PairingConfig, Pool};
+use frontier_platform::Namespace;
+use frontier_platform::time::ManualClock;
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    Create,
+    Unreachable,
+    Refused,
+    /// Creates the game but answers as if the outcome were unknown.
+    CreateThenLose,
+}
+
+/// Games by match id; creating twice under one id finds the first.
+#[derive(Clone)]
+struct Games {
+    made: Arc<Mutex<HashMap<String, (String, MatchRecord)>>>,
+    calls: Arc<Mutex<usize>>,
+    mode: Arc<Mutex<Mode>>,
+}
+
+impl Games {
+    fn new() -> Games {
+        Games {
+            made: Arc::default(),
+            calls: Arc::default(),
+            mode: Arc::new(Mutex::new(Mode::Create)),
+        }
+    }
+    fn set(&self, mode: Mode) {
+        *self.mode.lock().expect("not poisoned") = mode;
+    }
+    fn records(&self) -> Vec<MatchRecord> {
+        let made = self.made.lock().expect("not poisoned");
+        made.values().map(|(_, r)| r.clone()).collect()
+    }
+}
+
+impl GameMaker for Games {
+    async fn create(&self, record: &MatchRecord) -> Result<String, CreateError> {
+        *self.calls.lock().expect("not poisoned") += 1;
+        let mode = *self.mode.lock().expect("not poisoned");
+        match mode {
+            Mode::Unreachable => return Err(CreateError::Unreachable("down".into())),
+            Mode::Refused => return Err(CreateError::Refused("bad".into())),
+            _ => {}
+        }
+        let game = {
+            let mut made = self.made.lock().expect("not poisoned");
+            made.entry(record.id.clone())
+                .or_insert_with(|| (uuid::Uuid::new_v4().to_string(), record.clone()))
+                .0
+                .clone()
+        };
+        match mode {
+            Mode::CreateThenLose => Err(CreateError::Unknown("timeout".into())),
+            _ => Ok(game),
+        }
+    }
+}
+
+#[derive(Clone, Default)]
+struct Inbox(Arc<Mutex<Vec<(String, MatchedNotice)>>>);
+
+impl Notifier for Inbox {
+    async fn notify(&self, player: &str, notice: &MatchedNotice) {
+        self.0
+            .lock()
+            .expect("not poisoned")
+            .push((player.to_owned(), notice.clone()));
+    }
+}
+
+type Mm = Matchmaker<Games, Inbox, NoRatings>;
+
+struct World {
+    clock: Arc<ManualClock>,
+    games: Games,
+    inbox: Inbox,
+    ns: Namespace,
+}
+
+impl World {
+    fn new() -> World {
+        World {
+            clock: Arc::new(ManualClock::at(1_000_000)),
+            games: Games::new(),
+            inbox: Inbox::default(),
+            ns: Namespace::new(&frontier_testkit::unique_namespace()).expect("a namespace"),
+        }
+    }
+
+    async fn instance(&self, config: PairingConfig) -> Mm {
+        let client = redis::Client::open(frontier_testkit::redis_url()).expect("Redis URL");
+        let conn = redis::aio::ConnectionManager::new(client)
+            .await
+            .expect("Redis answers");
+        Matchmaker::new(
+            RedisTickets::new(conn, &self.ns),
+            self.games.clone(),
+            self.inbox.clone(),
+            NoRatings,
+            config,
+            self.clock.clone(),
+            Settings {
+                interval: Duration::from_millis(50),
+                lease: Duration::from_secs(5),
+                grace: Duration::from_secs(10),
+            },
+        )
+    }
+}
+
+fn no_bots() -> PairingConfig {
+    PairingConfig {
+        bots: frontier_pairing::BotWaits {
+            default_ms: 0,
+            per_pool: Vec::new(),
+        },
+        ..PairingConfig::default()
+    }
+}
+
+fn seeker(id: &str, guest: bool) -> Seeker {
+    Seeker {
+        id: id.to_owned(),
+        name: id.to_owned(),
+        guest,
+    }
+}
+
+fn pool(key: &str) -> Pool {
+    key.parse().expect("a pool key")
+}
+
+fn people(record: &MatchRecord) -> Vec<String> {
+    [&record.white, &record.black]
+        .into_iter()
+        .filter_map(|s| match s {
+            Seat::Player(p) => Some(p.id.clone()),
+            Seat::Bot(_) => None,
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn two_seekers_are_paired_and_both_told() {
+    let world = World::new();
+    let mm = world.instance(no_bots()).await;
+    let p = pool("standard:3+0:casual");
+    mm.seek(seeker("a", false), &[p]).await.expect("seek");
+    let answer = mm.seek(seeker("b", true), &[p]).await.expect("seek");
+    assert_eq!(answer.pools, vec!["standard:3+0:casual".to_owned()]);
+    let report = mm.step(&mut || true).await.expect("step");
+    assert_eq!((report.paired, report.created), (1, 1));
+    let inbox = world.inbox.0.lock().expect("not poisoned").clone();
+    assert_eq!(inbox.len(), 2);
+    assert_eq!(inbox[0].1.game_id, inbox[1].1.game_id);
+    assert_ne!(inbox[0].1.color, inbox[1].1.color);
+    assert!(!inbox[0].1.opponent.bot && !inbox[0].1.rated);
+    // Status after a reconnect finds the notice; the tickets are gone.
+    let status = mm.status("a").await.expect("status");
+    assert_eq!(status.seeking, None);
+    assert_eq!(
+        status.matched.map(|n| n.game_id),
+        Some(inbox[0].1.game_id.clone())
+    );
+    assert_eq!(mm.step(&mut || true).await.expect("step").paired, 0);
+}
+
+#[tokio::test]
+async fn seeks_are_checked_before_anything_is_stored() {
+    let world = World::new();
+    let mm = world.instance(no_bots()).await;
+    let rated = pool("standard:3+0:rated");
+    assert!(matches!(
+        mm.seek(seeker("g", true), &[rated]).await,
+        Err(MatchError::GuestRated)
+    ));
+    assert!(matches!(
+        mm.seek(seeker("g", false), &[]).await,
+        Err(MatchError::BadField(_))
+    ));
+    assert!(matches!(
+        mm.seek(seeker("g", false), &[rated, rated]).await,
+        Err(MatchError::BadField(_))
+    ));
+    let nine: Vec<Pool> = Pool::all().take(9).collect();
+    assert!(matches!(
+        mm.seek(seeker("g", false), &nine).await,
+        Err(MatchError::BadField(_))
+    ));
+    assert_eq!(mm.status("g").await.expect("status").seeking, None);
+}
+
+#[tokio::test]
+async fn a_second_seek_replaces_the_first_and_cancel_removes_it() {
+    let world = World::new();
+    let mm = world.instance(no_bots()).await;
+    let (p1, p2) = (pool("standard:3+0:casual"), pool("hidden:3+0:casual"));
+    assert!(
+        !mm.seek(seeker("a", false), &[p1])
+            .await
+            .expect("seek")
+            .replaced
+    );
+    assert!(
+        mm.seek(seeker("a", false), &[p2])
+            .await
+            .expect("seek")
+            .replaced
+    );
+    // b waits in the first pool: a left it.
+    mm.seek(seeker("b", false), &[p1]).await.expect("seek");
+    assert_eq!(mm.step(&mut || true).await.expect("step").paired, 0);
+    assert!(mm.cancel("a").await.expect("cancel"));
+    assert!(
+        !mm.cancel("a").await.expect("cancel"),
+        "nothing left to cancel"
+    );
+    mm.seek(seeker("c", false), &[p2]).await.expect("seek");
+    assert_eq!(
+        mm.step(&mut || true).await.expect("step").paired,
+        0,
+        "a is gone"
+    );
+}
+
+#[tokio::test]
+async fn the_window_widens_with_the_injected_time() {
+    let world = World::new();
+    let mm = world.instance(no_bots()).await;
+    let p = pool("standard:3+0:casual");
+    // Ratings come from the rating service; here the tickets carry 1500 each, so the
+    // window is shown on ratings set through the store directly.
+    mm.seek(seeker("a", false), &[p]).await.expect("seek");
+    let (mut b, _) = {
+        mm.seek(seeker("b", false), &[p]).await.expect("seek");
+        mm.store()
+            .ticket("b")
+            .await
+            .expect("read")
+            .expect("a ticket")
+    };
+    b.generation = "g2".into();
+    b.ratings = [1900, 1500, 1500];
+    mm.store().seek(&b).await.expect("replace");
+    assert_eq!(mm.step(&mut || true).await.expect("step").paired, 0);
+    world.clock.advance(5_999);
+    assert_eq!(mm.step(&mut || true).await.expect("step").paired, 0);
+    world.clock.advance(1);
+    assert_eq!(mm.step(&mut || true).await.expect("step").paired, 1);
+}
+
+#[tokio::test]
+async fn a_lone_seeker_gets_a_labelled_casual_bot_after_the_wait() {
+    let world = World::new();
+    let mm = world.instance(PairingConfig::default()).await;
+    mm.seek(seeker("a", false), &[pool("atomic:5+0:rated")])
+        .await
+        .expect("seek");
+    world.clock.advance(19_999);
+    assert_eq!(mm.step(&mut || true).await.expect("step").bots, 0);
+    world.clock.advance(1);
+    assert_eq!(mm.step(&mut || true).await.expect("step").bots, 1);
+    let inbox = world.inbox.0.lock().expect("not poisoned").clone();
+    assert_eq!(inbox.len(), 1);
+    assert!(inbox[0].1.opponent.bot);
+    assert!(!inbox[0].1.rated, "bot games are casual");
+    assert_eq!(inbox[0].1.opponent.name, "Frontier Bot · Medium");
+}
+
+#[tokio::test]
+async fn a_failed_creation_returns_both_tickets_with_their_wait() {
+    let world = World::new();
+    let mm = world.instance(no_bots()).await;
+    let p = pool("standard:1+0:casual");
+    mm.seek(seeker("a", false), &[p]).await.expect("seek");
+    world.clock.advance(700);
+    mm.seek(seeker("b", false), &[p]).await.expect("seek");
+    let before = mm.status("a").await.expect("status").seeking;
+    world.games.set(Mode::Unreachable);
+    let report = mm.step(&mut || true).await.expect("step");
+    assert_eq!((report.paired, report.restored, report.created), (1, 1, 0));
+    assert_eq!(
+        mm.status("a").await.expect("status").seeking,
+        before,
+        "same pools, same since"
+    );
+    world.games.set(Mode::Create);
+    assert_eq!(mm.step(&mut || true).await.expect("step").created, 1);
+}
+
+#[tokio::test]
+async fn an_unknown_outcome_is_created_once_by_whoever_takes_it_over() {
+    let world = World::new();
+    let first = world.instance(no_bots()).await;
+    let second = world.instance(no_bots()).await;
+    let p = pool("standard:1+0:casual");
+    first.seek(seeker("a", false), &[p]).await.expect("seek");
+    first.seek(seeker("b", false), &[p]).await.expect("seek");
+    world.games.set(Mode::CreateThenLose);
+    let report = first.step(&mut || true).await.expect("step");
+    assert_eq!((report.paired, report.created), (1, 0));
+    // Meanwhile the players can neither seek again nor be paired again.
+    assert!(matches!(
+        first.seek(seeker("a", false), &[p]).await,
+        Err(MatchError::AlreadyMatched)
+    ));
+    world.games.set(Mode::Create);
+    assert_eq!(
+        second.retry_pending().await.expect("retry").created,
+        0,
+        "leased"
+    );
+    world.clock.advance(5_000);
+    assert_eq!(second.retry_pending().await.expect("retry").created, 1);
+    assert_eq!(world.games.records().len(), 1, "one game for one pairing");
+    assert_eq!(*world.games.calls.lock().expect("not poisoned"), 2);
+    assert_eq!(second.retry_pending().await.expect("retry").created, 0);
+}
+
+#[tokio::test]
+async fn cancelling_during_creation_is_too_late_and_the_ticket_does_not_come_back() {
+    let world = World::new();
+    let mm = world.instance(no_bots()).await;
+    let p = pool("standard:1+0:casual");
+    mm.seek(seeker("a", false), &[p]).await.expect("seek");
+    mm.seek(seeker("b", false), &[p]).await.expect("seek");
+    world.games.set(Mode::CreateThenLose);
+    mm.step(&mut || true).await.expect("step");
+    assert!(matches!(
+        mm.cancel("a").await,
+        Err(MatchError::AlreadyMatched)
+    ));
+    // The pairing is refused for good and given up: a stays out, b is back.
+    world.games.set(Mode::Refused);
+    world.clock.advance(5_000);
+    assert_eq!(mm.retry_pending().await.expect("retry").restored, 1);
+    assert_eq!(mm.status("a").await.expect("status").seeking, None);
+    assert!(mm.status("b").await.expect("status").seeking.is_some());
+}
+
+#[tokio::test]
+async fn a_seek_lapses_after_the_grace_unless_the_player_is_back() {
+    let world = World::new();
+    let mm = world.instance(no_bots()).await;
+    let p = pool("standard:10+0:casual");
+    mm.seek(seeker("a", false), &[p]).await.expect("seek");
+    mm.seek(seeker("b", false), &[pool("hidden:10+0:casual")])
+        .await
+        .expect("seek");
+    mm.leave("a").await.expect("leave");
+    mm.leave("b").await.expect("leave");
+    world.clock.advance(9_000);
+    mm.status("b").await.expect("b reconnects");
+    world.clock.advance(1_000);
+    assert_eq!(mm.step(&mut || true).await.expect("step").lapsed, 1);
+    assert_eq!(mm.status("a").await.expect("status").seeking, None);
+    assert!(mm.status("b").await.expect("status").seeking.is_some());
+}
+
+#[tokio::test]
+async fn three_instances_racing_never_put_a_player_in_two_games() {
+    let world = World::new();
+    let instances = [
+        Arc::new(world.instance(no_bots()).await),
+        Arc::new(world.instance(no_bots()).await),
+        Arc::new(world.instance(no_bots()).await),
+    ];
+    let pools = [
+        pool("standard:3+0:casual"),
+        pool("standard:3+2:casual"),
+        pool("hidden:3+0:casual"),
+    ];
+    let mut expected = HashSet::new();
+    for i in 0..300 {
+        let mine: Vec<Pool> = match i % 4 {
+            0 => vec![pools[0]],
+            1 => vec![pools[0], pools[1]],
+            2 => vec![pools[1], pools[2]],
+            _ => vec![pools[2], pools[0]],
+        };
+        instances[i % 3]
+            .seek(seeker(&format!("p{i}"), false), &mine)
+            .await
+            .expect("seek");
+        expected.insert(format!("p{i}"));
+    }
+    let mut rounds = tokio::task::JoinSet::new();
+    for mm in &instances {
+        let mm = mm.clone();
+        rounds.spawn(async move {
+            let mut conflicts = 0;
+            for _ in 0..5 {
+                conflicts += mm.step(&mut || true).await.expect("step").conflicts;
+            }
+            conflicts
+        });
+    }
+    while let Some(done) = rounds.join_next().await {
+        done.expect("a step task");
+    }
+    // Checked from the games made, not from the service's word.
+    let mut seen = HashSet::new();
+    for record in world.games.records() {
+        for player in people(&record) {
+            assert!(seen.insert(player.clone()), "{player} is in two games");
+        }
+    }
+    assert_eq!(seen, expected, "300 compatible seekers are all paired");
+}
+
+#[tokio::test]
+async fn an_instance_that_took_a_pairing_over_never_gives_it_up_on_unreachable() {
+    let world = World::new();
+    let first = world.instance(no_bots()).await;
+    let second = world.instance(no_bots()).await;
+    let p = pool("standard:1+0:casual");
+    first.seek(seeker("a", false), &[p]).await.expect("seek");
+    first.seek(seeker("b", false), &[p]).await.expect("seek");
+    // The claimer's call may still be in flight: whoever takes over must not give the
+    // tickets back on a connection failure of its own.
+    world.games.set(Mode::CreateThenLose);
+    first.step(&mut || true).await.expect("step");
+    world.games.set(Mode::Unreachable);
+    world.clock.advance(5_000);
+    let report = second.retry_pending().await.expect("retry");
+    assert_eq!((report.created, report.restored), (0, 0));
+    assert_eq!(second.status("a").await.expect("status").seeking, None);
+    world.games.set(Mode::Create);
+    world.clock.advance(5_000);
+    assert_eq!(second.retry_pending().await.expect("retry").created, 1);
+    assert_eq!(world.games.records().len(), 1);
+}
+
+#[tokio::test]
+async fn the_claimers_restore_is_fenced_by_its_lease() {
+    let world = World::new();
+    let mm = world.instance(no_bots()).await;
+    let p = pool("standard:1+0:casual");
+    mm.seek(seeker("a", false), &[p]).await.expect("seek");
+    mm.seek(seeker("b", false), &[p]).await.expect("seek");
+    let mut stored = Vec::new();
+    for id in ["a", "b"] {
+        stored.push(
+            mm.store()
+                .ticket(id)
+                .await
+                .expect("read")
+                .expect("a ticket")
+                .0,
+        );
+    }
+    let record = MatchRecord {
+        id: uuid::Uuid::now_v7().to_string(),
+        pool: p.to_string(),
+        rated: false,
+        white: Seat::Player(stored[0].seeker.clone()),
+        black: Seat::Player(stored[1].seeker.clone()),
+        tickets: stored,
+        paired_at_ms: 1_000_000,
+    };
+    assert!(mm.store().claim(&record, 1_005_000).await.expect("claim"));
+    assert!(
+        !mm.store().claim(&record, 1_005_000).await.expect("claim"),
+        "claimed once"
+    );
+    // Another instance takes it over after the lease: the claimer's late give-up is refused.
+    let taken = mm
+        .store()
+        .due(1_005_000, Duration::from_secs(5), 10)
+        .await
+        .expect("due");
+    assert_eq!(taken.len(), 1);
+    assert!(
+        !mm.store()
+            .restore(&record, Some(1_005_000))
+            .await
+            .expect("restore")
+    );
+    assert_eq!(mm.status("a").await.expect("status").seeking, None);
+    // The new holder's lease is the fence now.
+    assert!(
+        mm.store()
+            .restore(&record, Some(1_010_000))
+            .await
+            .expect("restore")
+    );
+    assert!(mm.status("a").await.expect("status").seeking.is_some());
+}
