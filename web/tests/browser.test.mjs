@@ -481,6 +481,12 @@ function skipIfNotLanded(t, errorText, what) {
     t.skip(why);
     return true;
   }
+  if (/\(unavailable\)|service is unavailable/.test(errorText || "")) {
+    const why = `SKIPPED: ${what} is unavailable in this wiring (frontier dev has no matchmaking yet): this scenario runs once it does`;
+    console.log(`\n*** ${why} ***\n`);
+    t.skip(why);
+    return true;
+  }
   return false;
 }
 

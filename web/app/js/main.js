@@ -472,10 +472,8 @@ function bindLobby() {
     const f = e.target;
     const [minutes, increment] = f.pool.value.split('+').map(Number);
     app.seek = { since: Date.now(), variant: f.variant.value };
-    // Matchmaking's pools (variant × time control × rated), as its service names them; the
-    // WebSocket messages (`seek`, `cancel_seek`, then `seeking` and `matched`) are not
-    // on main yet, so this shape follows the matchmaking service's own request.
-    const pool = { variant: f.variant.value, minutes, increment, rated: f.rated.checked };
+    // A pool as docs/protocol.md names it: variant × clock × rated.
+    const pool = { variant: f.variant.value, clock: { minutes, increment }, rated: f.rated.checked };
     const answer = await app.conn.send({ type: 'seek', pools: [pool] });
     if (answer.type === 'error') {
       app.seek = null;
