@@ -139,6 +139,9 @@ struct Edge {
     b: usize,
 }
 
+/// A pool's tickets as (rating in its variant, index), sorted.
+type Members = Vec<(i32, usize)>;
+
 /// Candidates considered per ticket and pool in the first pass (the nearest ratings).
 const CANDIDATES: usize = 8;
 
@@ -203,7 +206,7 @@ pub fn pair<P: Eq + Hash>(
         .collect();
     let mut edges = Vec::new();
     // Each pool's members, sorted by rating, kept for the sweep below.
-    let mut pools: Vec<(usize, Pool, Vec<(i32, usize)>)> = Vec::new();
+    let mut pools: Vec<(Pool, Members)> = Vec::new();
     for (pool_rank, pool) in Pool::all().enumerate() {
         let mut members: Vec<(i32, usize)> = tickets
             .iter()
@@ -241,7 +244,7 @@ pub fn pair<P: Eq + Hash>(
                 });
             }
         }
-        pools.push((pool_rank, pool, members));
+        pools.push((pool, members));
     }
     edges.sort_unstable_by_key(|e| {
         (
@@ -270,7 +273,7 @@ pub fn pair<P: Eq + Hash>(
     // The sweep: any two tickets still free and compatible are paired (first without
     // rematches, then with), so no compatible pair is left waiting whatever the cap.
     for allow_rematch in [false, true] {
-        for (_, pool, members) in &pools {
+        for (pool, members) in &pools {
             for (k, &(low_rating, a)) in members.iter().enumerate() {
                 if taken[player_of[a]] {
                     continue;
