@@ -7,6 +7,7 @@ cd "$(dirname "$0")/.."
 GATEWAY_ADDR=${FRONTIER_GATEWAY_LISTEN:-127.0.0.1:8080}
 SESSION_ADDR=${FRONTIER_GAME_SESSION_LISTEN:-127.0.0.1:50051}
 RATING_ADDR=${FRONTIER_RATING_LISTEN:-127.0.0.1:50053}
+MATCHMAKING_ADDR=${FRONTIER_MATCHMAKING_LISTEN:-127.0.0.1:50054}
 TARGET=${CARGO_TARGET_DIR:-target}
 
 # One binary, every service a subcommand; a release build has no test hooks.
@@ -33,7 +34,8 @@ trap 'kill "${pids[@]}" 2>/dev/null || true; wait' EXIT INT TERM
 # Each service's admin endpoints (/metrics, /healthz, /readyz) on its own port.
 "$TARGET/release/frontier" game-session --listen "$SESSION_ADDR" --admin-listen 127.0.0.1:9101 & pids+=($!)
 "$TARGET/release/frontier" rating --listen "$RATING_ADDR" --admin-listen 127.0.0.1:9103 & pids+=($!)
-"$TARGET/release/frontier" gateway --listen "$GATEWAY_ADDR" --game-session-urls "http://$SESSION_ADDR" --rating-url "http://$RATING_ADDR" --admin-listen 127.0.0.1:9100 & pids+=($!)
+"$TARGET/release/frontier" matchmaking --listen "$MATCHMAKING_ADDR" --game-session-urls "http://$SESSION_ADDR" --rating-url "http://$RATING_ADDR" --admin-listen 127.0.0.1:9105 & pids+=($!)
+"$TARGET/release/frontier" gateway --listen "$GATEWAY_ADDR" --game-session-urls "http://$SESSION_ADDR" --rating-url "http://$RATING_ADDR" --matchmaking-url "http://$MATCHMAKING_ADDR" --admin-listen 127.0.0.1:9100 & pids+=($!)
 "$TARGET/release/frontier" clock --game-session-urls "http://$SESSION_ADDR" --admin-listen 127.0.0.1:9102 & pids+=($!)
 "$TARGET/release/frontier" bot-worker --game-session-urls "http://$SESSION_ADDR" --admin-listen 127.0.0.1:9104 & pids+=($!)
 
@@ -45,8 +47,9 @@ Frontier is running.
   HTTP API:   http://$GATEWAY_ADDR/api/guest  /api/register  /api/login
   game-session (gRPC, internal): http://$SESSION_ADDR
   rating read API (gRPC, internal): http://$RATING_ADDR
+  matchmaking (gRPC, internal): http://$MATCHMAKING_ADDR
   admin (/metrics, /healthz, /readyz): gateway http://127.0.0.1:9100, game-session :9101,
-    clock :9102, rating :9103, bot-worker :9104
+    clock :9102, rating :9103, bot-worker :9104, matchmaking :9105
 Press Ctrl-C to stop.
 INFO
 wait

@@ -139,6 +139,53 @@ struct Edge {
     b: usize,
 }
 
+/// A pool's tickets as (rating in its variant, index), sorted.
+type Members = Vec<(i32, usize)>;
+
+/// Candidates considered per ticket and pool in the first pass (the nearest ratings).
+const CANDIDATES: usize = 8;
+
+/// Two different players whose windows both hold `difference`.
+fn compatible_pair<P>(
+    tickets: &[Ticket<P>],
+    player_of: &[usize],
+    a: usize,
+    b: usize,
+    difference: u64,
+    now_ms: u64,
+    config: &PairingConfig,
+) -> bool {
+    player_of[a] != player_of[b]
+        && config
+            .window
+            .accepts(tickets[a].wait_ms(now_ms), difference)
+        && config
+            .window
+            .accepts(tickets[b].wait_ms(now_ms), difference)
+}
+
+/// The two met in the last matchmade game of either.
+fn rematch<P: PartialEq>(a: &Ticket<P>, b: &Ticket<P>) -> bool {
+    a.last_opponent.as_ref() == Some(&b.player) || b.last_opponent.as_ref() == Some(&a.player)
+}
+
+/// The pair of `a` and `b` in `pool`, White to who had it less often (else the coin).
+fn colours<P>(
+    tickets: &[Ticket<P>],
+    pool: Pool,
+    a: usize,
+    b: usize,
+    coin: &mut dyn FnMut() -> bool,
+) -> Pair {
+    let a_white = match tickets[a].white_balance.cmp(&tickets[b].white_balance) {
+        std::cmp::Ordering::Less => true,
+        std::cmp::Ordering::Greater => false,
+        std::cmp::Ordering::Equal => coin(),
+    };
+    let (white, black) = if a_white { (a, b) } else { (b, a) };
+    Pair { pool, white, black }
+}
+
 /// One pairing step over `tickets` at `now_ms` (the rules of the module). `coin` is asked
 /// for a random bit whenever the colours are otherwise even.
 pub fn pair<P: Eq + Hash>(
@@ -158,6 +205,8 @@ pub fn pair<P: Eq + Hash>(
         })
         .collect();
     let mut edges = Vec::new();
+    // Each pool's members, sorted by rating, kept for the sweep below.
+    let mut pools: Vec<(Pool, Members)> = Vec::new();
     for (pool_rank, pool) in Pool::all().enumerate() {
         let mut members: Vec<(i32, usize)> = tickets
             .iter()
@@ -165,26 +214,27 @@ pub fn pair<P: Eq + Hash>(
             .filter(|(_, t)| t.pools.contains(&pool))
             .map(|(i, t)| (t.ratings.get(pool.variant), i))
             .collect();
+        if members.len() < 2 {
+            continue;
+        }
         members.sort_unstable();
         for (k, &(low_rating, a)) in members.iter().enumerate() {
             let a_wait = tickets[a].wait_ms(now_ms);
+            let mut candidates = 0;
             for &(high_rating, b) in &members[k + 1..] {
                 let difference = i64::from(high_rating).abs_diff(i64::from(low_rating));
-                // Sorted by rating: once `a`'s window is passed, it stays passed.
-                if !config.window.accepts(a_wait, difference) {
+                // Sorted by rating: once `a`'s window is passed, it stays passed; and the
+                // nearest few are enough candidates (the sweep below keeps the step
+                // maximal), so a crowd of equal ratings costs n·K, not n².
+                if candidates >= CANDIDATES || !config.window.accepts(a_wait, difference) {
                     break;
                 }
-                if player_of[a] == player_of[b]
-                    || !config
-                        .window
-                        .accepts(tickets[b].wait_ms(now_ms), difference)
-                {
+                if !compatible_pair(tickets, &player_of, a, b, difference, now_ms, config) {
                     continue;
                 }
-                let rematch = tickets[a].last_opponent.as_ref() == Some(&tickets[b].player)
-                    || tickets[b].last_opponent.as_ref() == Some(&tickets[a].player);
+                candidates += 1;
                 edges.push(Edge {
-                    rematch,
+                    rematch: rematch(&tickets[a], &tickets[b]),
                     difference,
                     oldest_since: tickets[a].since_ms.min(tickets[b].since_ms),
                     pool_rank,
@@ -194,6 +244,7 @@ pub fn pair<P: Eq + Hash>(
                 });
             }
         }
+        pools.push((pool, members));
     }
     edges.sort_unstable_by_key(|e| {
         (
@@ -215,22 +266,37 @@ pub fn pair<P: Eq + Hash>(
         }
         taken[pa] = true;
         taken[pb] = true;
-        let (ta, tb) = (&tickets[edge.a], &tickets[edge.b]);
-        let a_white = match ta.white_balance.cmp(&tb.white_balance) {
-            std::cmp::Ordering::Less => true,
-            std::cmp::Ordering::Greater => false,
-            std::cmp::Ordering::Equal => coin(),
-        };
-        let (white, black) = if a_white {
-            (edge.a, edge.b)
-        } else {
-            (edge.b, edge.a)
-        };
-        step.pairs.push(Pair {
-            pool: edge.pool,
-            white,
-            black,
-        });
+        step.pairs
+            .push(colours(tickets, edge.pool, edge.a, edge.b, coin));
+    }
+
+    // The sweep: any two tickets still free and compatible are paired (first without
+    // rematches, then with), so no compatible pair is left waiting whatever the cap.
+    for allow_rematch in [false, true] {
+        for (pool, members) in &pools {
+            for (k, &(low_rating, a)) in members.iter().enumerate() {
+                if taken[player_of[a]] {
+                    continue;
+                }
+                let a_wait = tickets[a].wait_ms(now_ms);
+                for &(high_rating, b) in &members[k + 1..] {
+                    let difference = i64::from(high_rating).abs_diff(i64::from(low_rating));
+                    if !config.window.accepts(a_wait, difference) {
+                        break;
+                    }
+                    if taken[player_of[b]]
+                        || !compatible_pair(tickets, &player_of, a, b, difference, now_ms, config)
+                        || (!allow_rematch && rematch(&tickets[a], &tickets[b]))
+                    {
+                        continue;
+                    }
+                    taken[player_of[a]] = true;
+                    taken[player_of[b]] = true;
+                    step.pairs.push(colours(tickets, *pool, a, b, coin));
+                    break;
+                }
+            }
+        }
     }
 
     for (i, ticket) in tickets.iter().enumerate() {

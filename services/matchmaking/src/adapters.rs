@@ -49,6 +49,9 @@ impl Notifier for NatsNotifier {
     }
 }
 
+/// How long a seek waits for the player's ratings.
+const RATING_TIMEOUT: std::time::Duration = std::time::Duration::from_millis(500);
+
 /// Ratings from the rating service's `GetPlayer` (rounded to whole points).
 #[derive(Clone)]
 pub struct RatingServiceSource {
@@ -65,10 +68,13 @@ impl RatingServiceSource {
 impl RatingSource for RatingServiceSource {
     async fn ratings(&self, player: &str) -> Option<Ratings> {
         let mut client = self.client.clone();
+        let mut request = tonic::Request::new(rating::GetPlayerRequest {
+            player_id: player.to_owned(),
+        });
+        // A seek does not wait long on ratings: past this, the player counts as 1500.
+        request.set_timeout(RATING_TIMEOUT);
         let answer = client
-            .get_player(rating::GetPlayerRequest {
-                player_id: player.to_owned(),
-            })
+            .get_player(request)
             .await
             .map_err(|status| tracing::warn!(%status, "ratings unavailable; counting 1500"))
             .ok()?

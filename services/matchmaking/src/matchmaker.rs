@@ -346,7 +346,7 @@ impl<G: GameMaker, N: Notifier, R: RatingSource> Matchmaker<G, N, R> {
         let tickets: Vec<_> = stored.iter().map(StoredTicket::for_pairing).collect();
         let step = pair(&tickets, now_ms, &self.config, coin);
         let retry_at = now_ms + self.settings.lease.as_millis() as u64;
-        let mut claimed = Vec::new();
+        let mut candidates = Vec::new();
         for p in &step.pairs {
             let (white, black) = (&stored[p.white], &stored[p.black]);
             let record = MatchRecord {
@@ -358,13 +358,7 @@ impl<G: GameMaker, N: Notifier, R: RatingSource> Matchmaker<G, N, R> {
                 tickets: vec![white.clone(), black.clone()],
                 paired_at_ms: now_ms,
             };
-            if self.store.claim(&record, retry_at).await? {
-                report.paired += 1;
-                claimed.push(record);
-            } else {
-                report.conflicts += 1;
-                metrics::counter!("frontier_matchmaking_conflicts_total").increment(1);
-            }
+            candidates.push(record);
         }
         for b in &step.bots {
             let ticket = &stored[b.ticket];
@@ -383,14 +377,31 @@ impl<G: GameMaker, N: Notifier, R: RatingSource> Matchmaker<G, N, R> {
                 tickets: vec![ticket.clone()],
                 paired_at_ms: now_ms,
             };
-            if self.store.claim(&record, retry_at).await? {
-                report.bots += 1;
-                metrics::counter!("frontier_matchmaking_bot_fallbacks_total", "pool" => record.pool.clone())
-                    .increment(1);
-                claimed.push(record);
-            } else {
-                report.conflicts += 1;
-                metrics::counter!("frontier_matchmaking_conflicts_total").increment(1);
+            candidates.push(record);
+        }
+        // Claims are independent scripts: sent CONCURRENT_CREATIONS at a time, they share
+        // the connection's pipeline instead of waiting one round trip each.
+        let mut claimed = Vec::new();
+        for chunk in candidates.chunks(CONCURRENT_CREATIONS) {
+            let mut claims = Vec::with_capacity(chunk.len());
+            for record in chunk {
+                claims.push(self.store.claim(record, retry_at));
+            }
+            let outcomes = futures_util::future::join_all(claims).await;
+            for (record, outcome) in chunk.iter().zip(outcomes) {
+                if !outcome? {
+                    report.conflicts += 1;
+                    metrics::counter!("frontier_matchmaking_conflicts_total").increment(1);
+                    continue;
+                }
+                if record.tickets.len() == 1 {
+                    report.bots += 1;
+                    metrics::counter!("frontier_matchmaking_bot_fallbacks_total", "pool" => record.pool.clone())
+                        .increment(1);
+                } else {
+                    report.paired += 1;
+                }
+                claimed.push(record.clone());
             }
         }
         self.settle_all(

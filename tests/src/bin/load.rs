@@ -20,6 +20,13 @@
 //! create many guests and boards from one address: start the gateway with generous
 //! `FRONTIER_GUEST_LIMIT` / `FRONTIER_BOARD_LIMIT` (see docs/benchmarks.md).
 //!
+//! With `--matchmaking R`, instead of pairs, guests arrive at R a second (alternating over
+//! the gateways of a comma-separated `--addr`, e.g. two gateways each calling its own
+//! matchmaking instance) and seek the casual standard 3+0 pool; each waits for its
+//! `matched` and it reports the time to pair (`seek` sent → `matched` received) at p50 and
+//! p99, and how many of the matches were against a bot (start matchmaking with
+//! `--bot-after 0` to measure people only).
+//!
 //! Each pair is two guests playing casual standard games of random legal moves (at most 80
 //! plies, then a new game), each move sent only after the previous one was acknowledged.
 //! Sends only to the address given; stops by itself after `--seconds`.
@@ -43,6 +50,7 @@ struct Args {
     flags: usize,
     login_flood: usize,
     flood_rate: Option<f64>,
+    matchmaking: Option<f64>,
 }
 
 fn args() -> anyhow::Result<Args> {
@@ -53,6 +61,7 @@ fn args() -> anyhow::Result<Args> {
         flags: 0,
         login_flood: 0,
         flood_rate: None,
+        matchmaking: None,
     };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
@@ -64,13 +73,14 @@ fn args() -> anyhow::Result<Args> {
             "--flags" => a.flags = value.parse()?,
             "--login-flood" => a.login_flood = value.parse()?,
             "--flood-rate" => a.flood_rate = Some(value.parse()?),
+            "--matchmaking" => a.matchmaking = Some(value.parse()?),
             other => anyhow::bail!("unknown argument {other}"),
         }
     }
     anyhow::ensure!(
-        a.addr.starts_with("127.")
-            || a.addr.starts_with("localhost")
-            || a.addr.starts_with("[::1]"),
+        a.addr.split(',').all(|addr| addr.starts_with("127.")
+            || addr.starts_with("localhost")
+            || addr.starts_with("[::1]")),
         "the load tool only targets loopback addresses"
     );
     Ok(a)
@@ -275,9 +285,72 @@ async fn flag_game(addr: String) -> anyhow::Result<i64> {
     Ok(end["clocks"]["at"].as_i64().unwrap_or(0) - deadline)
 }
 
+/// One quick-match seeker: connects as a guest, seeks the standard 3+0 pool, waits for its
+/// match. The time from `seek` to `matched` (µs), and whether the opponent was a bot.
+async fn seeker(addr: String) -> anyhow::Result<(u64, bool)> {
+    let mut ws = client(&addr).await?;
+    let pool = json!({"variant": "standard", "clock": {"minutes": 3, "increment": 0}});
+    let sent = Instant::now();
+    ws.send(Message::Text(
+        json!({"type": "seek", "pools": [pool]}).to_string().into(),
+    ))
+    .await?;
+    let matched = until(&mut ws, |v| v["type"] == "matched").await?;
+    let waited = sent.elapsed().as_micros() as u64;
+    let _ = ws.close(None).await;
+    Ok((waited, matched["opponent"]["bot"] == true))
+}
+
+/// `--matchmaking R`: seekers arriving at R a second for the run's length.
+async fn matchmaking(args: &Args, rate: f64) -> anyhow::Result<()> {
+    let addrs: Vec<String> = args.addr.split(',').map(str::to_owned).collect();
+    let started = Instant::now();
+    let every = Duration::from_secs_f64(1.0 / rate.max(0.001));
+    let mut tick = tokio::time::interval(every);
+    let mut set = tokio::task::JoinSet::new();
+    let mut n = 0usize;
+    while started.elapsed() < Duration::from_secs(args.seconds) {
+        tick.tick().await;
+        set.spawn(seeker(addrs[n % addrs.len()].clone()));
+        n += 1;
+    }
+    let mut waits = Vec::new();
+    let mut bots = 0;
+    while let Some(r) = set.join_next().await {
+        match r? {
+            Ok((waited, bot)) => {
+                waits.push(waited);
+                bots += usize::from(bot);
+            }
+            Err(e) => eprintln!("a seeker stopped: {e:#}"),
+        }
+    }
+    waits.sort_unstable();
+    let at = |p: f64| {
+        waits
+            .get(((waits.len() as f64 * p) as usize).min(waits.len().saturating_sub(1)))
+            .copied()
+            .unwrap_or(0) as f64
+            / 1000.0
+    };
+    println!(
+        "{} seekers at {rate}/s over {} gateway(s): {} matched ({bots} with a bot); time to pair p50 {:.0} ms, p99 {:.0} ms, max {:.0} ms",
+        n,
+        addrs.len(),
+        waits.len(),
+        at(0.5),
+        at(0.99),
+        waits.last().copied().unwrap_or(0) as f64 / 1000.0
+    );
+    Ok(())
+}
+
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let args = args()?;
+    if let Some(rate) = args.matchmaking {
+        return matchmaking(&args, rate).await;
+    }
     let started = Instant::now();
     let deadline = started + Duration::from_secs(args.seconds);
     let mut set = tokio::task::JoinSet::new();
