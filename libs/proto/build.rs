@@ -1,7 +1,9 @@
 //! Compiles `proto/` with protox (pure Rust: no system protoc) and generates tonic code.
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../proto");
+    // Read when the script runs, not when it is compiled: a build cache shared by clones at
+    // other paths (CI) may reuse this script's binary.
+    let root = std::path::PathBuf::from(std::env::var("CARGO_MANIFEST_DIR")?).join("../../proto");
     let files = [
         "frontier/errors/v1/errors.proto",
         "frontier/games/v1/game.proto",
