@@ -488,33 +488,20 @@ impl<A: Accounts> Connection<A> {
                 clock,
                 ..
             } => {
-                let variant = match frontier_platform::convert::variant_from_name(&variant) {
-                    Some(v) => frontier_platform::convert::variant_to_proto(v),
-                    None => {
-                        return self.error(
-                            id,
-                            None,
-                            ErrorCode::BadField,
-                            "variant is standard, hidden or atomic",
-                        );
-                    }
+                let Some(variant) = self.variant_or_refuse(id, &variant) else {
+                    return;
                 };
-                if let Some(c) = clock
-                    && !c.is_valid()
-                {
-                    return self.error(
+                let variant = frontier_platform::convert::variant_to_proto(variant);
+                if !self
+                    .clock_and_creation_admitted(
                         id,
-                        None,
-                        ErrorCode::BadTimeControl,
-                        "a clock is 1 to 60 minutes with an increment of 0 to 60 seconds",
-                    );
-                }
-                if let Err(refused) = self.state.limits.check(Window::Boards, &player.id).await {
-                    return self.push(limited_message(
-                        id,
-                        &refused,
+                        &player.id,
+                        clock.as_ref(),
                         "too many boards created; try again later",
-                    ));
+                    )
+                    .await
+                {
+                    return;
                 }
                 let player_id = player.id.clone();
                 let reservation = format!("r:{}", uuid::Uuid::new_v4());
@@ -630,6 +617,47 @@ impl<A: Accounts> Connection<A> {
         }
     }
 
+    /// The variant a new game asks for, or `None` once `bad_field` is sent.
+    fn variant_or_refuse(&self, id: Option<&str>, name: &str) -> Option<frontier_rules::Variant> {
+        let variant = frontier_platform::convert::variant_from_name(name);
+        if variant.is_none() {
+            self.error(
+                id,
+                None,
+                ErrorCode::BadField,
+                "variant is standard, hidden or atomic",
+            );
+        }
+        variant
+    }
+
+    /// Checks a new game's clock, then counts the creation against the player's window
+    /// (boards and games against the computer share it); false once the refusal is sent.
+    async fn clock_and_creation_admitted(
+        &self,
+        id: Option<&str>,
+        player: &str,
+        clock: Option<&ClockSpec>,
+        limited: &str,
+    ) -> bool {
+        if let Some(c) = clock
+            && !c.is_valid()
+        {
+            self.error(
+                id,
+                None,
+                ErrorCode::BadTimeControl,
+                "a clock is 1 to 60 minutes with an increment of 0 to 60 seconds",
+            );
+            return false;
+        }
+        if let Err(refused) = self.state.limits.check(Window::Boards, player).await {
+            self.push(limited_message(id, &refused, limited));
+            return false;
+        }
+        true
+    }
+
     /// `play_computer`: counted like a board creation; the game starts at once and the
     /// connection follows it.
     async fn play_computer(
@@ -641,13 +669,8 @@ impl<A: Accounts> Connection<A> {
         color: ColorChoiceWire,
         clock: Option<ClockSpec>,
     ) {
-        let Some(variant) = frontier_platform::convert::variant_from_name(variant) else {
-            return self.error(
-                id,
-                None,
-                ErrorCode::BadField,
-                "variant is standard, hidden or atomic",
-            );
+        let Some(variant) = self.variant_or_refuse(id, variant) else {
+            return;
         };
         let Some(level) = BotLevel::parse(level) else {
             return self.error(
@@ -657,22 +680,16 @@ impl<A: Accounts> Connection<A> {
                 "level is easy, medium or hard",
             );
         };
-        if let Some(c) = clock
-            && !c.is_valid()
-        {
-            return self.error(
+        if !self
+            .clock_and_creation_admitted(
                 id,
-                None,
-                ErrorCode::BadTimeControl,
-                "a clock is 1 to 60 minutes with an increment of 0 to 60 seconds",
-            );
-        }
-        if let Err(refused) = self.state.limits.check(Window::Boards, &player.id).await {
-            return self.push(limited_message(
-                id,
-                &refused,
+                &player.id,
+                clock.as_ref(),
                 "too many games created; try again later",
-            ));
+            )
+            .await
+        {
+            return;
         }
         let request = pb::PlayComputerRequest {
             player: Some(player),
