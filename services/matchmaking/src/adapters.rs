@@ -49,6 +49,29 @@ impl Notifier for NatsNotifier {
     }
 }
 
+/// Publishes each notice as [`NatsNotifier`] does, on an in-process bus (`frontier dev`),
+/// where the gateway's follower of `<ns>.player.<id>` picks it up.
+#[derive(Clone)]
+pub struct LocalNotifier {
+    bus: frontier_platform::local_bus::LocalBus,
+    ns: Namespace,
+}
+
+impl LocalNotifier {
+    /// On this bus, in this namespace.
+    pub fn new(bus: frontier_platform::local_bus::LocalBus, ns: Namespace) -> LocalNotifier {
+        LocalNotifier { bus, ns }
+    }
+}
+
+impl Notifier for LocalNotifier {
+    async fn notify(&self, player: &str, notice: &MatchedNotice) {
+        let payload = matched_to_proto(notice).encode_to_vec();
+        self.bus
+            .publish(self.ns.player_subject(player), 0, false, payload.into());
+    }
+}
+
 /// How long a seek waits for the player's ratings.
 const RATING_TIMEOUT: std::time::Duration = std::time::Duration::from_millis(500);
 
@@ -128,6 +151,11 @@ impl GameSessionMaker {
         Ok(GameSessionMaker {
             client: GameSessionClient::new(traced(channel)),
         })
+    }
+
+    /// Over this client (an in-process game-session in `frontier dev`).
+    pub fn over(client: GameSessionClient<Traced>) -> GameSessionMaker {
+        GameSessionMaker { client }
     }
 }
 

@@ -3,6 +3,7 @@
 use std::net::SocketAddr;
 use std::time::Duration;
 
+use crate::matchmaker::Settings;
 use frontier_pairing::{BotWaits, PairingConfig, Pool, WindowSchedule};
 use frontier_platform::config::{AdminArgs, NamespaceArgs, NatsArgs, RedisArgs, parse_duration};
 
@@ -37,6 +38,17 @@ pub struct Config {
     /// Namespace.
     #[command(flatten)]
     pub namespace: NamespaceArgs,
+    /// Pairing: the steps, the rating windows, the bot fallback, leases and grace.
+    #[command(flatten)]
+    pub pairing: PairingArgs,
+    /// Admin endpoints: `/metrics`, `/healthz`, `/readyz`.
+    #[command(flatten)]
+    pub admin: AdminArgs,
+}
+
+/// How pairing runs: the flags `frontier matchmaking` and `frontier dev` share.
+#[derive(Debug, Clone, clap::Args)]
+pub struct PairingArgs {
     /// Time between pairing steps.
     #[arg(long, env = "FRONTIER_MATCHMAKING_INTERVAL", default_value = "100ms", value_parser = parse_duration)]
     pub interval: Duration,
@@ -63,9 +75,6 @@ pub struct Config {
     /// How long a seek outlives its player's last connection.
     #[arg(long, env = "FRONTIER_MATCHMAKING_GRACE", default_value = "10s", value_parser = parse_duration)]
     pub grace: Duration,
-    /// Admin endpoints: `/metrics`, `/healthz`, `/readyz`.
-    #[command(flatten)]
-    pub admin: AdminArgs,
 }
 
 fn parse_pool_wait(s: &str) -> Result<(Pool, Duration), String> {
@@ -77,6 +86,27 @@ fn parse_pool_wait(s: &str) -> Result<(Pool, Duration), String> {
 }
 
 impl Config {
+    /// The pairing library's configuration.
+    pub fn pairing(&self) -> PairingConfig {
+        self.pairing.pairing()
+    }
+
+    /// The matchmaker's timing.
+    pub fn settings(&self) -> Settings {
+        self.pairing.settings()
+    }
+}
+
+impl PairingArgs {
+    /// The matchmaker's timing.
+    pub fn settings(&self) -> Settings {
+        Settings {
+            interval: self.interval,
+            lease: self.lease,
+            grace: self.grace,
+        }
+    }
+
     /// The pairing library's configuration.
     pub fn pairing(&self) -> PairingConfig {
         PairingConfig {

@@ -13,16 +13,17 @@ use frontier_protocol::ErrorCode;
 use tonic::{Request, Response, Status};
 
 use crate::matchmaker::{GameMaker, MatchError, MatchedNotice, Matchmaker, Notifier, RatingSource};
+use crate::store::{RedisTickets, TicketStore};
 use crate::ticket::Seeker;
 
 /// The gRPC service.
-pub struct MatchmakingService<G, N, R> {
-    matchmaker: Arc<Matchmaker<G, N, R>>,
+pub struct MatchmakingService<G, N, R, T = RedisTickets> {
+    matchmaker: Arc<Matchmaker<G, N, R, T>>,
 }
 
-impl<G: GameMaker, N: Notifier, R: RatingSource> MatchmakingService<G, N, R> {
+impl<G: GameMaker, N: Notifier, R: RatingSource, T: TicketStore> MatchmakingService<G, N, R, T> {
     /// Over this matchmaker.
-    pub fn new(matchmaker: Arc<Matchmaker<G, N, R>>) -> Self {
+    pub fn new(matchmaker: Arc<Matchmaker<G, N, R, T>>) -> Self {
         MatchmakingService { matchmaker }
     }
 
@@ -96,7 +97,9 @@ fn player_id(id: &str) -> Result<&str, Status> {
 }
 
 #[tonic::async_trait]
-impl<G: GameMaker, N: Notifier, R: RatingSource> Matchmaking for MatchmakingService<G, N, R> {
+impl<G: GameMaker, N: Notifier, R: RatingSource, T: TicketStore> Matchmaking
+    for MatchmakingService<G, N, R, T>
+{
     async fn seek(
         &self,
         request: Request<pb::SeekRequest>,

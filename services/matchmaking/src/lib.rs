@@ -1,12 +1,14 @@
 //! The matchmaking service: quick-match seeks in pools, paired by rating (a person first,
 //! then a clearly labelled bot), on any number of instances with tickets in Redis.
 //!
-//! `ticket` (the stored forms), `store` (Redis: tickets, pools and the atomic steps — why a
-//! script and not a lease is written there), `matchmaker` (seek, cancel, status, the
+//! `ticket` (the stored forms), `store` (the [`TicketStore`] trait and its Redis adapter:
+//! tickets, pools and the atomic steps — why a script and not a lease is written there),
+//! `memory` (the in-memory adapter, for `frontier dev`), `matchmaker` (seek, cancel, status, the
 //! pairing step and game creation over seams: [`GameMaker`], [`Notifier`],
 //! [`RatingSource`]).
 
 pub mod matchmaker;
+pub mod memory;
 pub mod store;
 pub mod ticket;
 
@@ -14,7 +16,8 @@ pub use matchmaker::{
     CreateError, GameMaker, MatchError, MatchedNotice, Matchmaker, NoRatings, Notifier, Opponent,
     RatingSource, SeekAnswer, Settings, Status, StepReport, notices,
 };
-pub use store::{Cancelled, Placed, RedisTickets, StoreError};
+pub use memory::MemoryTickets;
+pub use store::{Cancelled, Placed, RedisTickets, StoreError, TicketStore};
 pub use ticket::{MatchRecord, Seat, Seeker, StoredTicket};
 
 pub mod adapters;
@@ -29,8 +32,10 @@ use frontier_platform::time::SystemClock;
 use frontier_platform::{Namespace, Shutdown};
 use tokio::net::TcpListener;
 
-pub use adapters::{GameSessionMaker, NatsNotifier, RatingServiceSource, Ratingsource};
-pub use config::Config;
+pub use adapters::{
+    GameSessionMaker, LocalNotifier, NatsNotifier, RatingServiceSource, Ratingsource,
+};
+pub use config::{Config, PairingArgs};
 pub use grpc::MatchmakingService;
 
 /// Runs a matchmaking instance from configuration until `shutdown`.
@@ -53,8 +58,8 @@ pub async fn run(config: Config, shutdown: Shutdown) -> anyhow::Result<()> {
 
 /// A matchmaking instance, built and ready: [`Service::serve`] answers the gateway's calls
 /// and runs the pairing steps until the shutdown signal.
-pub struct Service<G = GameSessionMaker, N = NatsNotifier, R = Ratingsource> {
-    matchmaker: Arc<Matchmaker<G, N, R>>,
+pub struct Service<G = GameSessionMaker, N = NatsNotifier, R = Ratingsource, T = RedisTickets> {
+    matchmaker: Arc<Matchmaker<G, N, R, T>>,
     /// What `/readyz` checks.
     pub readiness: Readiness,
 }
@@ -83,11 +88,7 @@ pub async fn build(config: &Config) -> anyhow::Result<Service> {
         ratings,
         config.pairing(),
         Arc::new(SystemClock),
-        Settings {
-            interval: config.interval,
-            lease: config.lease,
-            grace: config.grace,
-        },
+        config.settings(),
     );
     Ok(Service {
         matchmaker: Arc::new(matchmaker),
@@ -95,9 +96,9 @@ pub async fn build(config: &Config) -> anyhow::Result<Service> {
     })
 }
 
-impl<G: GameMaker, N: Notifier, R: RatingSource> Service<G, N, R> {
+impl<G: GameMaker, N: Notifier, R: RatingSource, T: TicketStore> Service<G, N, R, T> {
     /// An instance over these parts.
-    pub fn from_parts(matchmaker: Matchmaker<G, N, R>) -> Self {
+    pub fn from_parts(matchmaker: Matchmaker<G, N, R, T>) -> Self {
         Service {
             matchmaker: Arc::new(matchmaker),
             readiness: Readiness::new(),
@@ -127,8 +128,8 @@ impl<G: GameMaker, N: Notifier, R: RatingSource> Service<G, N, R> {
 }
 
 /// Pairing steps every `interval` (and pending pairings taken over), until `shutdown`.
-async fn pairing_loop<G: GameMaker, N: Notifier, R: RatingSource>(
-    matchmaker: Arc<Matchmaker<G, N, R>>,
+async fn pairing_loop<G: GameMaker, N: Notifier, R: RatingSource, T: TicketStore>(
+    matchmaker: Arc<Matchmaker<G, N, R, T>>,
     shutdown: Shutdown,
 ) {
     let mut ticker = tokio::time::interval(matchmaker.settings().interval);

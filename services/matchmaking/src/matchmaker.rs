@@ -1,4 +1,4 @@
-//! The matchmaker: seeks and cancels on the tickets in Redis, and the pairing step that any
+//! The matchmaker: seeks and cancels on the tickets (a [`TicketStore`]), and the pairing step that any
 //! number of instances run at once.
 //!
 //! One step: lapse the seeks of players gone longer than the grace period; read every
@@ -21,7 +21,7 @@ use frontier_pairing::{PairingConfig, Pool, Ratings, estimate_wait, pair};
 use frontier_platform::time::Clock;
 use serde::{Deserialize, Serialize};
 
-use crate::store::{Cancelled, Placed, RedisTickets, StoreError};
+use crate::store::{Cancelled, Placed, RedisTickets, StoreError, TicketStore};
 use crate::ticket::{MatchRecord, Seat, Seeker, StoredTicket};
 
 /// Games created at once by one instance.
@@ -194,9 +194,9 @@ pub struct StepReport {
     pub lapsed: usize,
 }
 
-/// The matchmaker of one instance.
-pub struct Matchmaker<G, N, R> {
-    store: RedisTickets,
+/// The matchmaker of one instance, over its ticket store `T`.
+pub struct Matchmaker<G, N, R, T = RedisTickets> {
+    store: T,
     games: G,
     notifier: N,
     ratings: R,
@@ -209,10 +209,10 @@ fn now(clock: &dyn Clock) -> u64 {
     u64::try_from(clock.now_ms()).unwrap_or_default()
 }
 
-impl<G: GameMaker, N: Notifier, R: RatingSource> Matchmaker<G, N, R> {
+impl<G: GameMaker, N: Notifier, R: RatingSource, T: TicketStore> Matchmaker<G, N, R, T> {
     /// Over these parts.
     pub fn new(
-        store: RedisTickets,
+        store: T,
         games: G,
         notifier: N,
         ratings: R,
@@ -237,7 +237,7 @@ impl<G: GameMaker, N: Notifier, R: RatingSource> Matchmaker<G, N, R> {
     }
 
     /// The tickets.
-    pub fn store(&self) -> &RedisTickets {
+    pub fn store(&self) -> &T {
         &self.store
     }
 

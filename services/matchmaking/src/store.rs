@@ -24,6 +24,7 @@
 //! still need this check at the write.
 
 use std::collections::BTreeSet;
+use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -195,6 +196,107 @@ pub enum StoreError {
     },
 }
 
+/// Where tickets, pairings and the per-player notes live. Every step that decides
+/// something (`seek`, `cancel`, `claim`, `finish`, `restore`, `due`) is atomic: two
+/// matchmakers sharing a store can never both take one ticket. Adapters: Redis
+/// ([`RedisTickets`], any number of instances) and memory
+/// ([`MemoryTickets`](crate::memory::MemoryTickets), one process); the storage suite in
+/// `tests/tickets.rs` runs against both.
+pub trait TicketStore: Send + Sync + 'static {
+    /// Places a ticket (replacing the player's waiting one).
+    fn seek(
+        &self,
+        ticket: &StoredTicket,
+    ) -> impl Future<Output = Result<Placed, StoreError>> + Send;
+
+    /// Cancels the player's ticket (only generation `generation`, if given).
+    fn cancel(
+        &self,
+        player: &str,
+        generation: Option<&str>,
+    ) -> impl Future<Output = Result<Cancelled, StoreError>> + Send;
+
+    /// The player's ticket, if any, and whether a pairing holds it.
+    fn ticket(
+        &self,
+        player: &str,
+    ) -> impl Future<Output = Result<Option<(StoredTicket, bool)>, StoreError>> + Send;
+
+    /// Every waiting ticket (not those a pairing holds), in player order.
+    fn waiting(&self) -> impl Future<Output = Result<Vec<StoredTicket>, StoreError>> + Send;
+
+    /// Claims a pairing: its tickets leave every pool and the record waits for its game,
+    /// leased until `retry_at_ms`. `false`: another step took or changed a ticket first
+    /// (and nothing changed).
+    fn claim(
+        &self,
+        record: &MatchRecord,
+        retry_at_ms: u64,
+    ) -> impl Future<Output = Result<bool, StoreError>> + Send;
+
+    /// The pairing's game exists: its tickets are done, each player's notice is kept for
+    /// `status` ([`NOTICE_TTL`]), and the time to pair and the colours are remembered.
+    /// `false`: it had been settled already.
+    fn finish(
+        &self,
+        record: &MatchRecord,
+        notices: &[(String, String)],
+        now_ms: u64,
+    ) -> impl Future<Output = Result<bool, StoreError>> + Send;
+
+    /// Gives a pairing up: its tickets go back with their original wait (those cancelled
+    /// meanwhile do not). With `lease_until`, only while the caller's lease on it is still
+    /// that one. `false`: it had been settled already, or taken over.
+    fn restore(
+        &self,
+        record: &MatchRecord,
+        lease_until: Option<u64>,
+    ) -> impl Future<Output = Result<bool, StoreError>> + Send;
+
+    /// Pairings whose game is due to be (re)tried at `now_ms` (at most `limit`, the
+    /// longest due first), each leased to the caller for `lease`.
+    fn due(
+        &self,
+        now_ms: u64,
+        lease: Duration,
+        limit: usize,
+    ) -> impl Future<Output = Result<Vec<MatchRecord>, StoreError>> + Send;
+
+    /// The player's latest `matched` notice (JSON), kept for [`NOTICE_TTL`].
+    fn notice(
+        &self,
+        player: &str,
+    ) -> impl Future<Output = Result<Option<String>, StoreError>> + Send;
+
+    /// The player's last matchmade opponent and recent colour balance (Whites − Blacks).
+    fn history(
+        &self,
+        player: &str,
+    ) -> impl Future<Output = Result<(Option<String>, i32), StoreError>> + Send;
+
+    /// The latest times to pair in `pool` (ms), newest first, [`RECENT_WAITS`] at most.
+    fn recent_waits(&self, pool: &str)
+    -> impl Future<Output = Result<Vec<u64>, StoreError>> + Send;
+
+    /// The player's last connection closed: their seek lapses at `at_ms` unless they come
+    /// back (a seek or `stay`).
+    fn leave(
+        &self,
+        player: &str,
+        at_ms: u64,
+    ) -> impl Future<Output = Result<(), StoreError>> + Send;
+
+    /// The player is connected again: their seek stays.
+    fn stay(&self, player: &str) -> impl Future<Output = Result<(), StoreError>> + Send;
+
+    /// Players whose grace period ended by `now_ms` (the earliest first, 500 at most).
+    fn lapsed(&self, now_ms: u64) -> impl Future<Output = Result<Vec<String>, StoreError>> + Send;
+
+    /// Tickets waiting per pool, for every pool.
+    fn waiting_per_pool(&self)
+    -> impl Future<Output = Result<Vec<(Pool, u64)>, StoreError>> + Send;
+}
+
 /// The tickets in Redis.
 #[derive(Clone)]
 pub struct RedisTickets {
@@ -215,7 +317,13 @@ struct Scripts {
 /// How long a `matched` notice is kept for `status`.
 pub const NOTICE_TTL: Duration = Duration::from_secs(600);
 /// How many colours count as "recent".
-const RECENT_COLORS: isize = 10;
+pub const RECENT_COLORS: usize = 10;
+/// How many times to pair are kept per pool.
+pub const RECENT_WAITS: usize = 100;
+/// How long a player's history (last opponent, colours) is kept after their last game.
+pub const HISTORY_TTL: Duration = Duration::from_secs(86_400);
+/// Most lapsed seeks taken per step.
+pub const LAPSED_PER_STEP: usize = 500;
 
 impl RedisTickets {
     /// Over this connection, in this namespace.
@@ -249,9 +357,11 @@ impl RedisTickets {
     fn pending_key(&self) -> String {
         format!("{}pending", self.prefix)
     }
+}
 
+impl TicketStore for RedisTickets {
     /// Places a ticket (replacing the player's waiting one).
-    pub async fn seek(&self, ticket: &StoredTicket) -> Result<Placed, StoreError> {
+    async fn seek(&self, ticket: &StoredTicket) -> Result<Placed, StoreError> {
         let body = serde_json::to_string(ticket).map_err(|source| StoreError::Corrupt {
             what: "ticket",
             source,
@@ -275,7 +385,7 @@ impl RedisTickets {
     }
 
     /// Cancels the player's ticket (only generation `generation`, if given).
-    pub async fn cancel(
+    async fn cancel(
         &self,
         player: &str,
         generation: Option<&str>,
@@ -297,7 +407,7 @@ impl RedisTickets {
     }
 
     /// The player's ticket, if any, and whether a pairing holds it.
-    pub async fn ticket(&self, player: &str) -> Result<Option<(StoredTicket, bool)>, StoreError> {
+    async fn ticket(&self, player: &str) -> Result<Option<(StoredTicket, bool)>, StoreError> {
         let (body, claimed): (Option<String>, Option<String>) = redis::cmd("HMGET")
             .arg(self.ticket_key(player))
             .arg("body")
@@ -314,7 +424,7 @@ impl RedisTickets {
 
     /// Every waiting ticket (not those a pairing holds). A ticket that does not read back is
     /// skipped and logged: one bad value must not stop every pairing.
-    pub async fn waiting(&self) -> Result<Vec<StoredTicket>, StoreError> {
+    async fn waiting(&self) -> Result<Vec<StoredTicket>, StoreError> {
         let pools: Vec<String> = Pool::all().map(|p| p.to_string()).collect();
         let mut pipe = redis::pipe();
         for pool in &pools {
@@ -349,7 +459,7 @@ impl RedisTickets {
 
     /// Claims a pairing: its tickets leave every pool and the record waits for its game,
     /// leased until `retry_at_ms`. `false`: another step took or changed a ticket first.
-    pub async fn claim(&self, record: &MatchRecord, retry_at_ms: u64) -> Result<bool, StoreError> {
+    async fn claim(&self, record: &MatchRecord, retry_at_ms: u64) -> Result<bool, StoreError> {
         let body = serde_json::to_string(record).map_err(|source| StoreError::Corrupt {
             what: "pairing",
             source,
@@ -374,7 +484,7 @@ impl RedisTickets {
     /// The pairing's game exists: its tickets are done, each player's notice is kept for
     /// `status`, and the time to pair and the colours are remembered. `false`: it had been
     /// settled already.
-    pub async fn finish(
+    async fn finish(
         &self,
         record: &MatchRecord,
         notices: &[(String, String)],
@@ -401,7 +511,7 @@ impl RedisTickets {
             pipe.cmd("LTRIM")
                 .arg(format!("{}waits:{}", self.prefix, record.pool))
                 .arg(0)
-                .arg(99)
+                .arg(RECENT_WAITS - 1)
                 .ignore();
             let seats = [
                 (&record.white, "w", &record.black),
@@ -427,7 +537,10 @@ impl RedisTickets {
                     .arg(RECENT_COLORS - 1)
                     .ignore();
                 for k in [key.clone(), format!("{key}:colors")] {
-                    pipe.cmd("EXPIRE").arg(k).arg(86_400).ignore();
+                    pipe.cmd("EXPIRE")
+                        .arg(k)
+                        .arg(HISTORY_TTL.as_secs())
+                        .ignore();
                 }
             }
             let () = pipe.query_async(&mut self.conn.clone()).await?;
@@ -438,7 +551,7 @@ impl RedisTickets {
     /// Gives a pairing up: its tickets go back with their original wait (those cancelled
     /// meanwhile do not). With `lease_until`, only while the caller's lease on it is still
     /// that one. `false`: it had been settled already, or taken over.
-    pub async fn restore(
+    async fn restore(
         &self,
         record: &MatchRecord,
         lease_until: Option<u64>,
@@ -461,7 +574,7 @@ impl RedisTickets {
 
     /// Pairings whose game is due to be (re)tried at `now_ms`, leased to the caller for
     /// `lease`.
-    pub async fn due(
+    async fn due(
         &self,
         now_ms: u64,
         lease: Duration,
@@ -505,7 +618,7 @@ impl RedisTickets {
     }
 
     /// The player's latest `matched` notice (JSON), kept for 10 minutes.
-    pub async fn notice(&self, player: &str) -> Result<Option<String>, StoreError> {
+    async fn notice(&self, player: &str) -> Result<Option<String>, StoreError> {
         Ok(redis::cmd("GET")
             .arg(format!("{}matched:{player}", self.prefix))
             .query_async(&mut self.conn.clone())
@@ -513,7 +626,7 @@ impl RedisTickets {
     }
 
     /// The player's last matchmade opponent and recent colour balance (Whites − Blacks).
-    pub async fn history(&self, player: &str) -> Result<(Option<String>, i32), StoreError> {
+    async fn history(&self, player: &str) -> Result<(Option<String>, i32), StoreError> {
         let key = format!("{}history:{player}", self.prefix);
         let (opponent, colors): (Option<String>, Vec<String>) = redis::pipe()
             .cmd("HGET")
@@ -530,7 +643,7 @@ impl RedisTickets {
     }
 
     /// The latest times to pair in `pool` (ms).
-    pub async fn recent_waits(&self, pool: &str) -> Result<Vec<u64>, StoreError> {
+    async fn recent_waits(&self, pool: &str) -> Result<Vec<u64>, StoreError> {
         Ok(redis::cmd("LRANGE")
             .arg(format!("{}waits:{pool}", self.prefix))
             .arg(0)
@@ -541,7 +654,7 @@ impl RedisTickets {
 
     /// The player's last connection closed: their seek lapses at `at_ms` unless they come
     /// back (a seek or `stay`).
-    pub async fn leave(&self, player: &str, at_ms: u64) -> Result<(), StoreError> {
+    async fn leave(&self, player: &str, at_ms: u64) -> Result<(), StoreError> {
         let _: i64 = redis::cmd("ZADD")
             .arg(format!("{}leaving", self.prefix))
             .arg(at_ms)
@@ -552,7 +665,7 @@ impl RedisTickets {
     }
 
     /// The player is connected again: their seek stays.
-    pub async fn stay(&self, player: &str) -> Result<(), StoreError> {
+    async fn stay(&self, player: &str) -> Result<(), StoreError> {
         let _: i64 = redis::cmd("ZREM")
             .arg(format!("{}leaving", self.prefix))
             .arg(player)
@@ -562,20 +675,20 @@ impl RedisTickets {
     }
 
     /// Players whose grace period ended by `now_ms`.
-    pub async fn lapsed(&self, now_ms: u64) -> Result<Vec<String>, StoreError> {
+    async fn lapsed(&self, now_ms: u64) -> Result<Vec<String>, StoreError> {
         Ok(redis::cmd("ZRANGEBYSCORE")
             .arg(format!("{}leaving", self.prefix))
             .arg("-inf")
             .arg(now_ms)
             .arg("LIMIT")
             .arg(0)
-            .arg(500)
+            .arg(LAPSED_PER_STEP)
             .query_async(&mut self.conn.clone())
             .await?)
     }
 
     /// Tickets waiting per pool.
-    pub async fn waiting_per_pool(&self) -> Result<Vec<(Pool, u64)>, StoreError> {
+    async fn waiting_per_pool(&self) -> Result<Vec<(Pool, u64)>, StoreError> {
         let pools: Vec<Pool> = Pool::all().collect();
         let mut pipe = redis::pipe();
         for pool in &pools {

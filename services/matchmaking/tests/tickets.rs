@@ -1,14 +1,16 @@
-//! The matchmaker on a real Redis: seeks, cancels, the atomic pairing step across
-//! instances, and what happens when game creation fails. game-session is stood in for by a
-//! recorder that is idempotent by match id, as the real rpc is.
+//! The storage suite: the matchmaker over each ticket store — a real Redis (`on_redis`) and
+//! memory (`in_memory`, as `frontier dev` runs it), the same tests on both: seeks, cancels,
+//! the atomic pairing step across instances, and what happens when game creation fails.
+//! game-session is stood in for by a recorder that is idempotent by match id, as the real
+//! rpc is.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use frontier_matchmaking::{
-    CreateError, GameMaker, MatchError, MatchRecord, MatchedNotice, Matchmaker, NoRatings,
-    Notifier, RedisTickets, Seat, Seeker, Settings,
+    CreateError, GameMaker, MatchError, MatchRecord, MatchedNotice, Matchmaker, MemoryTickets,
+    NoRatings, Notifier, RedisTickets, Seat, Seeker, Settings, TicketStore,
 };
 use frontier_pairing::{PairingConfig, Pool};
 use frontier_platform::Namespace;
@@ -83,32 +85,72 @@ impl Notifier for Inbox {
     }
 }
 
-type Mm = Matchmaker<Games, Inbox, NoRatings>;
-
-struct World {
-    clock: Arc<ManualClock>,
-    games: Games,
-    inbox: Inbox,
-    ns: Namespace,
+/// Where the tickets are kept: every instance of one world shares them.
+trait Backend: Send + Sync + 'static {
+    type Tickets: TicketStore;
+    fn tickets(&self) -> impl std::future::Future<Output = Self::Tickets> + Send;
 }
 
-impl World {
-    fn new() -> World {
-        World {
-            clock: Arc::new(ManualClock::at(1_000_000)),
-            games: Games::new(),
-            inbox: Inbox::default(),
-            ns: Namespace::new(&frontier_testkit::unique_namespace()).expect("a namespace"),
-        }
-    }
+/// A real Redis, a namespace per world, a connection per instance.
+struct OnRedis(Namespace);
 
-    async fn instance(&self, config: PairingConfig) -> Mm {
+impl Backend for OnRedis {
+    type Tickets = RedisTickets;
+    async fn tickets(&self) -> RedisTickets {
         let client = redis::Client::open(frontier_testkit::redis_url()).expect("Redis URL");
         let conn = redis::aio::ConnectionManager::new(client)
             .await
             .expect("Redis answers");
+        RedisTickets::new(conn, &self.0)
+    }
+}
+
+/// One in-memory store per world.
+struct InMemory(MemoryTickets);
+
+impl Backend for InMemory {
+    type Tickets = MemoryTickets;
+    async fn tickets(&self) -> MemoryTickets {
+        self.0.clone()
+    }
+}
+
+type Mm<B> = Matchmaker<Games, Inbox, NoRatings, <B as Backend>::Tickets>;
+
+struct World<B> {
+    clock: Arc<ManualClock>,
+    games: Games,
+    inbox: Inbox,
+    backend: B,
+}
+
+impl World<OnRedis> {
+    fn on_redis() -> World<OnRedis> {
+        let ns = Namespace::new(&frontier_testkit::unique_namespace()).expect("a namespace");
+        World::with(Arc::new(ManualClock::at(1_000_000)), OnRedis(ns))
+    }
+}
+
+impl World<InMemory> {
+    fn in_memory() -> World<InMemory> {
+        let clock = Arc::new(ManualClock::at(1_000_000));
+        World::with(clock.clone(), InMemory(MemoryTickets::new(clock)))
+    }
+}
+
+impl<B: Backend> World<B> {
+    fn with(clock: Arc<ManualClock>, backend: B) -> World<B> {
+        World {
+            clock,
+            games: Games::new(),
+            inbox: Inbox::default(),
+            backend,
+        }
+    }
+
+    async fn instance(&self, config: PairingConfig) -> Mm<B> {
         Matchmaker::new(
-            RedisTickets::new(conn, &self.ns),
+            self.backend.tickets().await,
             self.games.clone(),
             self.inbox.clone(),
             NoRatings,
@@ -122,6 +164,44 @@ impl World {
         )
     }
 }
+
+/// Each named test, run on both stores.
+macro_rules! on_both_stores {
+    ($($name:ident),* $(,)?) => {
+        mod on_redis {
+            $(
+                #[tokio::test]
+                async fn $name() {
+                    super::$name(super::World::on_redis()).await;
+                }
+            )*
+        }
+        mod in_memory {
+            $(
+                #[tokio::test]
+                async fn $name() {
+                    super::$name(super::World::in_memory()).await;
+                }
+            )*
+        }
+    };
+}
+
+on_both_stores!(
+    two_seekers_are_paired_and_both_told,
+    seeks_are_checked_before_anything_is_stored,
+    a_second_seek_replaces_the_first_and_cancel_removes_it,
+    the_window_widens_with_the_injected_time,
+    a_lone_seeker_gets_a_labelled_casual_bot_after_the_wait,
+    a_failed_creation_returns_both_tickets_with_their_wait,
+    an_unknown_outcome_is_created_once_by_whoever_takes_it_over,
+    cancelling_during_creation_is_too_late_and_the_ticket_does_not_come_back,
+    a_seek_lapses_after_the_grace_unless_the_player_is_back,
+    three_instances_racing_never_put_a_player_in_two_games,
+    an_instance_that_took_a_pairing_over_never_gives_it_up_on_unreachable,
+    the_claimers_restore_is_fenced_by_its_lease,
+    recent_waits_and_each_players_history_are_kept,
+);
 
 fn no_bots() -> PairingConfig {
     PairingConfig {
@@ -155,9 +235,7 @@ fn people(record: &MatchRecord) -> Vec<String> {
         .collect()
 }
 
-#[tokio::test]
-async fn two_seekers_are_paired_and_both_told() {
-    let world = World::new();
+async fn two_seekers_are_paired_and_both_told<B: Backend>(world: World<B>) {
     let mm = world.instance(no_bots()).await;
     let p = pool("standard:3+0:casual");
     mm.seek(seeker("a", false), &[p]).await.expect("seek");
@@ -180,9 +258,7 @@ async fn two_seekers_are_paired_and_both_told() {
     assert_eq!(mm.step(&mut || true).await.expect("step").paired, 0);
 }
 
-#[tokio::test]
-async fn seeks_are_checked_before_anything_is_stored() {
-    let world = World::new();
+async fn seeks_are_checked_before_anything_is_stored<B: Backend>(world: World<B>) {
     let mm = world.instance(no_bots()).await;
     let rated = pool("standard:3+0:rated");
     assert!(matches!(
@@ -205,9 +281,7 @@ async fn seeks_are_checked_before_anything_is_stored() {
     assert_eq!(mm.status("g").await.expect("status").seeking, None);
 }
 
-#[tokio::test]
-async fn a_second_seek_replaces_the_first_and_cancel_removes_it() {
-    let world = World::new();
+async fn a_second_seek_replaces_the_first_and_cancel_removes_it<B: Backend>(world: World<B>) {
     let mm = world.instance(no_bots()).await;
     let (p1, p2) = (pool("standard:3+0:casual"), pool("hidden:3+0:casual"));
     assert!(
@@ -238,9 +312,7 @@ async fn a_second_seek_replaces_the_first_and_cancel_removes_it() {
     );
 }
 
-#[tokio::test]
-async fn the_window_widens_with_the_injected_time() {
-    let world = World::new();
+async fn the_window_widens_with_the_injected_time<B: Backend>(world: World<B>) {
     let mm = world.instance(no_bots()).await;
     let p = pool("standard:3+0:casual");
     // Ratings come from the rating service; here the tickets carry 1500 each, so the
@@ -264,9 +336,7 @@ async fn the_window_widens_with_the_injected_time() {
     assert_eq!(mm.step(&mut || true).await.expect("step").paired, 1);
 }
 
-#[tokio::test]
-async fn a_lone_seeker_gets_a_labelled_casual_bot_after_the_wait() {
-    let world = World::new();
+async fn a_lone_seeker_gets_a_labelled_casual_bot_after_the_wait<B: Backend>(world: World<B>) {
     let mm = world.instance(PairingConfig::default()).await;
     mm.seek(seeker("a", false), &[pool("atomic:5+0:rated")])
         .await
@@ -282,9 +352,7 @@ async fn a_lone_seeker_gets_a_labelled_casual_bot_after_the_wait() {
     assert_eq!(inbox[0].1.opponent.name, "Frontier Bot · Medium");
 }
 
-#[tokio::test]
-async fn a_failed_creation_returns_both_tickets_with_their_wait() {
-    let world = World::new();
+async fn a_failed_creation_returns_both_tickets_with_their_wait<B: Backend>(world: World<B>) {
     let mm = world.instance(no_bots()).await;
     let p = pool("standard:1+0:casual");
     mm.seek(seeker("a", false), &[p]).await.expect("seek");
@@ -303,9 +371,7 @@ async fn a_failed_creation_returns_both_tickets_with_their_wait() {
     assert_eq!(mm.step(&mut || true).await.expect("step").created, 1);
 }
 
-#[tokio::test]
-async fn an_unknown_outcome_is_created_once_by_whoever_takes_it_over() {
-    let world = World::new();
+async fn an_unknown_outcome_is_created_once_by_whoever_takes_it_over<B: Backend>(world: World<B>) {
     let first = world.instance(no_bots()).await;
     let second = world.instance(no_bots()).await;
     let p = pool("standard:1+0:casual");
@@ -332,9 +398,9 @@ async fn an_unknown_outcome_is_created_once_by_whoever_takes_it_over() {
     assert_eq!(second.retry_pending().await.expect("retry").created, 0);
 }
 
-#[tokio::test]
-async fn cancelling_during_creation_is_too_late_and_the_ticket_does_not_come_back() {
-    let world = World::new();
+async fn cancelling_during_creation_is_too_late_and_the_ticket_does_not_come_back<B: Backend>(
+    world: World<B>,
+) {
     let mm = world.instance(no_bots()).await;
     let p = pool("standard:1+0:casual");
     mm.seek(seeker("a", false), &[p]).await.expect("seek");
@@ -353,9 +419,7 @@ async fn cancelling_during_creation_is_too_late_and_the_ticket_does_not_come_bac
     assert!(mm.status("b").await.expect("status").seeking.is_some());
 }
 
-#[tokio::test]
-async fn a_seek_lapses_after_the_grace_unless_the_player_is_back() {
-    let world = World::new();
+async fn a_seek_lapses_after_the_grace_unless_the_player_is_back<B: Backend>(world: World<B>) {
     let mm = world.instance(no_bots()).await;
     let p = pool("standard:10+0:casual");
     mm.seek(seeker("a", false), &[p]).await.expect("seek");
@@ -372,9 +436,7 @@ async fn a_seek_lapses_after_the_grace_unless_the_player_is_back() {
     assert!(mm.status("b").await.expect("status").seeking.is_some());
 }
 
-#[tokio::test]
-async fn three_instances_racing_never_put_a_player_in_two_games() {
-    let world = World::new();
+async fn three_instances_racing_never_put_a_player_in_two_games<B: Backend>(world: World<B>) {
     let instances = [
         Arc::new(world.instance(no_bots()).await),
         Arc::new(world.instance(no_bots()).await),
@@ -423,9 +485,9 @@ async fn three_instances_racing_never_put_a_player_in_two_games() {
     assert_eq!(seen, expected, "300 compatible seekers are all paired");
 }
 
-#[tokio::test]
-async fn an_instance_that_took_a_pairing_over_never_gives_it_up_on_unreachable() {
-    let world = World::new();
+async fn an_instance_that_took_a_pairing_over_never_gives_it_up_on_unreachable<B: Backend>(
+    world: World<B>,
+) {
     let first = world.instance(no_bots()).await;
     let second = world.instance(no_bots()).await;
     let p = pool("standard:1+0:casual");
@@ -446,9 +508,7 @@ async fn an_instance_that_took_a_pairing_over_never_gives_it_up_on_unreachable()
     assert_eq!(world.games.records().len(), 1);
 }
 
-#[tokio::test]
-async fn the_claimers_restore_is_fenced_by_its_lease() {
-    let world = World::new();
+async fn the_claimers_restore_is_fenced_by_its_lease<B: Backend>(world: World<B>) {
     let mm = world.instance(no_bots()).await;
     let p = pool("standard:1+0:casual");
     mm.seek(seeker("a", false), &[p]).await.expect("seek");
@@ -500,4 +560,57 @@ async fn the_claimers_restore_is_fenced_by_its_lease() {
             .expect("restore")
     );
     assert!(mm.status("a").await.expect("status").seeking.is_some());
+}
+
+async fn recent_waits_and_each_players_history_are_kept<B: Backend>(world: World<B>) {
+    let mm = world.instance(no_bots()).await;
+    let p = pool("standard:5+0:casual");
+    mm.seek(seeker("a", false), &[p]).await.expect("seek");
+    world.clock.advance(1_000);
+    mm.seek(seeker("b", false), &[p]).await.expect("seek");
+    world.clock.advance(500);
+    // `true`: the coin gives White to the first ticket of an even pair.
+    assert_eq!(mm.step(&mut || true).await.expect("step").created, 1);
+    let mut waits = mm
+        .store()
+        .recent_waits(&p.to_string())
+        .await
+        .expect("waits");
+    waits.sort_unstable();
+    assert_eq!(waits, vec![500, 1_500]);
+    let inbox = world.inbox.0.lock().expect("not poisoned").clone();
+    let white = inbox
+        .iter()
+        .find(|(_, n)| n.color == "white")
+        .map(|(player, _)| player.clone())
+        .expect("someone has White");
+    let black = if white == "a" { "b" } else { "a" };
+    assert_eq!(
+        mm.store().history(&white).await.expect("history"),
+        (Some(black.to_owned()), 1)
+    );
+    assert_eq!(
+        mm.store().history(black).await.expect("history"),
+        (Some(white.clone()), -1)
+    );
+    // The next seek carries them, and its answer estimates the wait from the pool's waits.
+    let answer = mm.seek(seeker(&white, false), &[p]).await.expect("seek");
+    assert!(answer.estimated_wait_ms.is_some());
+    let (ticket, claimed) = mm
+        .store()
+        .ticket(&white)
+        .await
+        .expect("read")
+        .expect("a ticket");
+    assert!(!claimed);
+    assert_eq!(
+        (ticket.last_opponent.as_deref(), ticket.white_balance),
+        (Some(black), 1)
+    );
+    let counts = mm.store().waiting_per_pool().await.expect("counts");
+    assert_eq!(
+        counts.iter().find(|(q, _)| *q == p).map(|(_, n)| *n),
+        Some(1)
+    );
+    assert_eq!(counts.iter().map(|(_, n)| n).sum::<u64>(), 1);
 }
