@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use anyhow::Context as _;
 use common::{Client, Platform, post};
+use frontier_matchmaking::TicketStore as _;
 use serde_json::{Value, json};
 
 /// A registered player (rated pools are theirs only).

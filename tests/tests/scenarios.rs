@@ -1,6 +1,6 @@
 //! The key protocol scenarios, run against both wirings of the platform from one suite:
-//! the distributed services (two gateways, two game-sessions, a clock and the rating
-//! service on real Redis, NATS and Postgres) and `frontier dev` (every service in one
+//! the distributed services (two gateways, two game-sessions, a clock, a bot-worker, two
+//! matchmaking instances and the rating service on real Redis, NATS and Postgres) and `frontier dev` (every service in one
 //! process, nothing installed). Each scenario is written once, against gateway addresses.
 
 mod common;
@@ -21,6 +21,14 @@ use serde_json::{Value, json};
 const LAYOUT: &str = "PQBRBRNNPPPPPPP/rnbqbrpnppppppp";
 /// One clock "minute" in these tests.
 const MINUTE: &str = "400ms";
+/// Quick match in both wirings: no bot, except after a short wait in the one pool the
+/// bot fallback is tested in (so two people seeking elsewhere are never given a bot).
+const MATCHMAKING: &[&str] = &[
+    "--bot-after",
+    "0",
+    "--bot-after-pool",
+    "atomic:30+0:casual=300ms",
+];
 
 /// One wiring of the platform.
 enum Wiring {
@@ -40,8 +48,14 @@ struct DevArgs {
 
 impl Wiring {
     async fn distributed() -> anyhow::Result<Wiring> {
-        let mut p =
-            Platform::start_with(2, 2, Some(LAYOUT), &["--test-clock-minute", MINUTE], &[]).await?;
+        let mut p = Platform::start_with_matchmaking(
+            2,
+            2,
+            Some(LAYOUT),
+            &["--test-clock-minute", MINUTE],
+            (2, MATCHMAKING),
+        )
+        .await?;
         p.start_clock().await?;
         p.start_bot_workers(1, 2_000).await?;
         Ok(Wiring::Distributed(p))
@@ -58,6 +72,7 @@ impl Wiring {
             "--hash-threads".into(),
             "2".into(),
         ];
+        args.extend(MATCHMAKING.iter().map(|f| (*f).to_owned()));
         match data {
             Some(dir) => args.extend(["--data".to_owned(), dir.display().to_string()]),
             None => args.push("--memory".into()),
@@ -123,6 +138,118 @@ both_wirings!(a_reconnect_resumes_without_loss_or_doubling);
 both_wirings!(a_flag_falls_without_a_message);
 both_wirings!(a_rated_game_shows_in_the_dashboard_with_its_rating_change);
 both_wirings!(the_computer_answers_a_move_and_undo_takes_both_back);
+both_wirings!(quick_match_pairs_two_people_and_gives_a_lone_one_a_labelled_bot);
+
+fn pool(variant: &str, minutes: u32, increment: u32, rated: bool) -> Value {
+    json!({"variant": variant, "clock": {"minutes": minutes, "increment": increment}, "rated": rated})
+}
+
+async fn quick_match_pairs_two_people_and_gives_a_lone_one_a_labelled_bot(
+    w: &Wiring,
+) -> anyhow::Result<()> {
+    // Alice has two connections (on both gateways of the distributed wiring).
+    let (token, alice_id) = common::guest_token(w.gateway(0)).await?;
+    let mut alice = Client::with_token(w.gateway(0), "alice", &token, &alice_id).await?;
+    let mut alice_too = Client::with_token(w.gateway(1), "alice-too", &token, &alice_id).await?;
+    let mut bob = Client::guest(w.gateway(1), "bob").await?;
+    let people = pool("standard", 30, 0, false);
+    for (client, id) in [(&mut alice, "s1"), (&mut bob, "s2")] {
+        client
+            .send(json!({"type": "seek", "id": id, "pools": [people.clone()]}))
+            .await?;
+        let seeking = client.until(id, |v| v["id"] == id).await?;
+        assert_eq!(seeking["type"], "seeking", "{seeking}");
+        assert_eq!(seeking["pools"], json!([people.clone()]));
+    }
+    let mut told = Vec::new();
+    for client in [&mut alice, &mut alice_too, &mut bob] {
+        told.push(client.until("matched", |v| v["type"] == "matched").await?);
+    }
+    assert_eq!(
+        told[0], told[1],
+        "every connection of alice is told the same"
+    );
+    let (to_alice, to_bob) = (&told[0], &told[2]);
+    assert_eq!(to_alice["game_id"], to_bob["game_id"]);
+    assert_eq!(to_alice["opponent"]["id"], bob.player_id.as_str());
+    assert_eq!(to_bob["opponent"]["id"], alice_id.as_str());
+    assert_eq!(to_alice["opponent"]["bot"], false);
+    assert_eq!(
+        (to_alice["rated"].clone(), to_alice["pool"].clone()),
+        (json!(false), people)
+    );
+    assert_ne!(to_alice["color"], to_bob["color"]);
+    let game = to_alice["game_id"].as_str().unwrap_or_default().to_owned();
+    // The game opens on every connection, started.
+    for client in [&mut alice, &mut alice_too, &mut bob] {
+        let view = client
+            .until("the game", |v| {
+                v["type"] == "game" && v["game_id"] == game.as_str()
+            })
+            .await?;
+        assert_eq!(view["game"]["status"], "playing", "{view}");
+    }
+    let alice_white = to_alice["color"] == "white";
+    let (white, black) = if alice_white {
+        (&mut alice, &mut bob)
+    } else {
+        (&mut bob, &mut alice)
+    };
+    let first = white.play(&game, "e2e4").await?;
+    black.event(&game, first).await?;
+    let second = black.play(&game, "e7e5").await?;
+    let seen = alice_too.event(&game, second).await?;
+    assert_eq!(seen["event"]["uci"], "e7e5", "{seen}");
+
+    // A lone player in the pool with a bot fallback: a labelled, casual bot that moves.
+    let mut carol = Client::guest(w.gateway(0), "carol").await?;
+    let lone = pool("atomic", 30, 0, false);
+    carol
+        .send(json!({"type": "seek", "id": "s3", "pools": [lone.clone()]}))
+        .await?;
+    assert_eq!(
+        carol.until("s3", |v| v["id"] == "s3").await?["type"],
+        "seeking"
+    );
+    let m = carol.until("matched", |v| v["type"] == "matched").await?;
+    assert_eq!(m["opponent"]["bot"], true, "{m}");
+    assert_eq!(m["rated"], false, "bot games are casual");
+    assert_eq!(m["pool"], lone);
+    assert!(
+        m["opponent"]["name"]
+            .as_str()
+            .is_some_and(|n| n.starts_with("Frontier Bot")),
+        "{m}"
+    );
+    let game = m["game_id"].as_str().unwrap_or_default().to_owned();
+    let view = carol
+        .until("the game", |v| {
+            v["type"] == "game" && v["game_id"] == game.as_str()
+        })
+        .await?;
+    let bot_side = if m["color"] == "white" {
+        "black"
+    } else {
+        "white"
+    };
+    assert_eq!(
+        view["game"][bot_side]["bot"], true,
+        "labelled in the game too: {view}"
+    );
+    if bot_side == "black" {
+        carol.play(&game, "g1f3").await?;
+    }
+    let reply = carol
+        .until("the bot's move", |v| {
+            v["type"] == "event"
+                && v["game_id"] == game.as_str()
+                && v["event"]["kind"] == "move"
+                && v["event"]["color"] == bot_side
+        })
+        .await?;
+    assert!(reply["event"]["uci"].is_string(), "{reply}");
+    Ok(())
+}
 
 async fn the_computer_answers_a_move_and_undo_takes_both_back(w: &Wiring) -> anyhow::Result<()> {
     let mut me = Client::guest(w.gateway(0), "player").await?;

@@ -3,7 +3,10 @@
 //! Every service runs here on its in-process adapters: game-session on the in-memory store
 //! and bus, the clock on the in-memory deadline sets, the bot-worker taking the computer's
 //! jobs from game-session's in-memory queue, the rating service fed by game-session's bus,
-//! the gateway relaying from the in-process event bus. The services
+//! matchmaking on in-memory tickets (ratings from the rating service, games through
+//! game-session's `StartMatch`, `matched` notices on an in-process bus that the gateway
+//! follows as it follows `<ns>.player.<id>` on NATS), the gateway relaying from the
+//! in-process event bus. The services
 //! still call each other over gRPC — the same clients and servers as across machines — but
 //! through in-memory pipes (`frontier_platform::inproc`), so the process opens one port:
 //! the address it prints, serving the WebSocket, the HTTP API (and the web client).
@@ -35,6 +38,8 @@ use frontier_platform::time::{Clock, SystemClock};
 use frontier_platform::trace::traced;
 use frontier_platform::{JwtKeys, Namespace, Shutdown, inproc};
 use frontier_proto::gamesession::v1::game_session_client::GameSessionClient;
+use frontier_proto::matchmaking::v1::matchmaking_client::MatchmakingClient;
+use frontier_proto::rating::v1::ratings_client::RatingsClient;
 use frontier_rating::store::RatingStore;
 use tokio::net::TcpListener;
 
@@ -69,6 +74,10 @@ pub struct DevConfig {
     /// Password hashing and the gateway's limits (the Redis-shared ones are off here).
     #[command(flatten)]
     pub limits: LimitArgs,
+    /// Quick match: as `frontier matchmaking`'s flags (e.g. `--bot-after 5s` offers a bot
+    /// sooner).
+    #[command(flatten)]
+    pub matchmaking: frontier_matchmaking::PairingArgs,
 }
 
 /// The platform, running: where it listens, and what its rating service has recorded.
@@ -227,18 +236,44 @@ async fn start_on<A: Accounts, S: RatingStore>(
     let (rating_connector, rating_listener) = inproc::pair();
     tasks.spawn(frontier_rating::serve_api(
         rating_listener,
-        frontier_rating::grpc::RatingsService::new(store, time),
+        frontier_rating::grpc::RatingsService::new(store, time.clone()),
         shutdown.clone(),
     ));
     let ratings = frontier_gateway::records::RatingClient::new(traced(
         rating_connector.channel("http://rating.in-process"),
     ));
 
+    // Matchmaking: tickets in memory, ratings from the rating service, games through
+    // game-session, notices on their own in-process bus.
+    let notices = LocalBus::new(1024);
+    let matchmaker = frontier_matchmaking::Matchmaker::new(
+        frontier_matchmaking::MemoryTickets::new(time.clone()),
+        frontier_matchmaking::GameSessionMaker::over(sessions()),
+        frontier_matchmaking::LocalNotifier::new(notices.clone(), ns.clone()),
+        frontier_matchmaking::RatingServiceSource::new(RatingsClient::new(
+            rating_connector.channel("http://rating.in-process"),
+        )),
+        config.matchmaking.pairing(),
+        time.clone(),
+        config.matchmaking.settings(),
+    );
+    let (matchmaking_connector, matchmaking_listener) = inproc::pair();
+    tasks.spawn(
+        frontier_matchmaking::Service::from_parts(matchmaker)
+            .serve(matchmaking_listener, shutdown.clone()),
+    );
+    let matchmaking = frontier_gateway::matchmaking::MatchmakingLink {
+        client: MatchmakingClient::new(traced(
+            matchmaking_connector.channel("http://matchmaking.in-process"),
+        )),
+        notices: frontier_gateway::matchmaking::NoticeSource::Local(notices),
+    };
+
     // The gateway: the one port.
     let state = Arc::new(frontier_gateway::AppState {
         accounts,
         ratings: Some(ratings),
-        matchmaking: None,
+        matchmaking: Some(matchmaking),
         jwt: JwtKeys::new(jwt_secret.as_bytes(), config.jwt_ttl).map_err(anyhow::Error::msg)?,
         sessions: sessions(),
         hub: Hub::new(Box::new(LocalSource(events)), 1024),

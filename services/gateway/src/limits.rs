@@ -488,6 +488,9 @@ pub struct Limits {
     ns: Namespace,
     scripts: Arc<Scripts>,
     local: Arc<LocalRefusals>,
+    /// Without Redis (one process): each player's open connections, counted here so that
+    /// [`Limits::player_connections`] can still tell when a player's last one closed.
+    local_players: Arc<Mutex<HashMap<String, usize>>>,
     /// The configuration.
     pub args: LimitArgs,
 }
@@ -514,6 +517,7 @@ impl Limits {
                 waiting_add: script(WAITING_ADD_SCRIPT),
             }),
             local: Arc::default(),
+            local_players: Arc::default(),
             args,
         }
     }
@@ -622,6 +626,13 @@ impl Limits {
 
     /// Takes a connection slot of `subject` for connection `id`; refused at the cap.
     pub async fn acquire(&self, slot: Slot, subject: &str, id: &str) -> Result<(), Refused> {
+        if self.redis.is_none() {
+            if slot == Slot::Player {
+                let mut players = self.local_players.lock().unwrap_or_else(|p| p.into_inner());
+                *players.entry(subject.to_owned()).or_default() += 1;
+            }
+            return Ok(());
+        }
         let (max, reason) = match slot {
             Slot::Address => (self.args.ws_per_address, "ws_address"),
             Slot::Player => (self.args.ws_per_player, "ws_player"),
@@ -652,6 +663,17 @@ impl Limits {
     /// Gives back connection `id`'s slots.
     pub async fn release(&self, slots: &[(Slot, String)], id: &str) {
         let Some(mut conn) = self.redis.clone() else {
+            let mut players = self.local_players.lock().unwrap_or_else(|p| p.into_inner());
+            for (slot, subject) in slots {
+                if *slot == Slot::Player
+                    && let Some(n) = players.get_mut(subject)
+                {
+                    *n = n.saturating_sub(1);
+                    if *n == 0 {
+                        players.remove(subject);
+                    }
+                }
+            }
             return;
         };
         if slots.is_empty() {
@@ -671,10 +693,13 @@ impl Limits {
         }
     }
 
-    /// How many connections of `player` are open anywhere (leases not yet run out); `None`
-    /// when it cannot be told (no Redis, or Redis failed).
+    /// How many connections of `player` are open anywhere (leases not yet run out; without
+    /// Redis, in this process); `None` when it cannot be told (Redis failed).
     pub async fn player_connections(&self, player: &str) -> Option<u64> {
-        let mut conn = self.redis.clone()?;
+        let Some(mut conn) = self.redis.clone() else {
+            let players = self.local_players.lock().unwrap_or_else(|p| p.into_inner());
+            return Some(players.get(player).copied().unwrap_or(0) as u64);
+        };
         let now = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map(|d| d.as_millis() as u64)
@@ -881,5 +906,42 @@ mod tests {
             address_subject("::ffff:192.0.2.1".parse().expect("ip")),
             "192.0.2.1"
         );
+    }
+
+    #[tokio::test]
+    async fn without_redis_a_players_connections_are_counted_in_process() {
+        use clap::Parser as _;
+        #[derive(clap::Parser)]
+        struct Args {
+            #[command(flatten)]
+            limits: LimitArgs,
+        }
+        let args = Args::try_parse_from(["gateway"]).expect("defaults").limits;
+        let limits = Limits::disabled(Namespace::new("t").expect("a namespace"), args);
+        assert_eq!(limits.player_connections("p").await, Some(0));
+        for conn in ["c1", "c2"] {
+            limits
+                .acquire(Slot::Player, "p", conn)
+                .await
+                .expect("no cap without Redis");
+        }
+        limits
+            .acquire(Slot::Address, "127.0.0.1", "c1")
+            .await
+            .expect("no cap without Redis");
+        assert_eq!(limits.player_connections("p").await, Some(2));
+        let slots = vec![
+            (Slot::Player, "p".to_owned()),
+            (Slot::Address, "127.0.0.1".to_owned()),
+        ];
+        limits.release(&slots, "c1").await;
+        assert_eq!(limits.player_connections("p").await, Some(1));
+        limits.release(&slots, "c2").await;
+        assert_eq!(
+            limits.player_connections("p").await,
+            Some(0),
+            "the last one closed"
+        );
+        assert_eq!(limits.player_connections("other").await, Some(0));
     }
 }

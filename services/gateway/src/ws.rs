@@ -738,7 +738,7 @@ impl<A: Accounts> Connection<A> {
             return;
         };
         let (tx, rx) = mpsc::channel(8);
-        self.notices = follow_notices(&link.nats, &self.state.ns, player, tx).await;
+        self.notices = follow_notices(&link.notices, &self.state.ns, player, tx).await;
         self.notice_rx = Some(rx);
         let mut client = link.client;
         let request = mm::PlayerRequest {

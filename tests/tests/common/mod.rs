@@ -112,6 +112,27 @@ impl Platform {
         .await
     }
 
+    /// As [`Platform::start_with`], with `matchmakers` matchmaking instances (each given
+    /// `matchmaking_flags`).
+    #[allow(dead_code)] // Not every test file needs quick match.
+    pub async fn start_with_matchmaking(
+        gateways: usize,
+        sessions: usize,
+        layout: Option<&str>,
+        session_flags: &[&str],
+        (matchmakers, matchmaking_flags): (usize, &[&str]),
+    ) -> anyhow::Result<Platform> {
+        Platform::start_inner(
+            gateways,
+            sessions,
+            layout,
+            session_flags,
+            &[],
+            (matchmakers, matchmaking_flags),
+        )
+        .await
+    }
+
     async fn start_inner(
         gateways: usize,
         sessions: usize,
