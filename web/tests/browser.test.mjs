@@ -33,7 +33,9 @@ before(async () => {
   ({ chromium } = await import('playwright-core'));
   mkdirSync(SHOTS, { recursive: true });
   assert.ok(existsSync(BIN), `no frontier binary at ${BIN} (set FRONTIER_BIN)`);
-  server = spawn(BIN, ['dev', '--memory', '--listen', '127.0.0.1:0', '--test-fixed-layout', LAYOUT, '--test-clock-minute', '21s', '--hash-threads', '2'], {
+  // Quick match: a bot after 2 s in standard 5+0 casual, no bot in any other pool.
+  server = spawn(BIN, ['dev', '--memory', '--listen', '127.0.0.1:0', '--test-fixed-layout', LAYOUT, '--test-clock-minute', '21s', '--hash-threads', '2',
+    '--bot-after', '0', '--bot-after-pool', 'standard:5+0:casual=2s'], {
     stdio: ['ignore', 'pipe', 'inherit'],
     env: { ...process.env, RUST_LOG: process.env.RUST_LOG || 'warn' },
   });
@@ -481,12 +483,6 @@ function skipIfNotLanded(t, errorText, what) {
     t.skip(why);
     return true;
   }
-  if (/\(unavailable\)|service is unavailable/.test(errorText || "")) {
-    const why = `SKIPPED: ${what} is unavailable in this wiring (frontier dev has no matchmaking yet): this scenario runs once it does`;
-    console.log(`\n*** ${why} ***\n`);
-    t.skip(why);
-    return true;
-  }
   return false;
 }
 
@@ -551,18 +547,48 @@ test('atomic against the computer: an explosion, and an undo', { skip: SKIP || f
   await me.context.close();
 });
 
-test('quick match: waits, then falls back to a bot', { skip: SKIP || false }, async (t) => {
+test('quick match: the seek shows its wait and cancels; a lone seek falls back to a labelled bot that plays', { skip: SKIP || false }, async () => {
   const me = await player();
   await enterAsGuest(me.page);
-  await me.page.selectOption('#seek select[name=variant]', 'standard');
+  // hidden 10+0 has no bot on the test server: the seek stands until cancelled.
+  await me.page.selectOption('#seek select[name=variant]', 'hidden');
+  await me.page.selectOption('#seek select[name=pool]', '10+0');
   await me.page.click('#seek button[type=submit]');
-  const outcome = await Promise.race([
-    me.page.waitForSelector('#board svg', { timeout: 60000 }).then(() => ''),
-    me.page.waitForFunction(() => document.querySelector('#seek-error')?.textContent, null, { timeout: 60000 }).then((h) => h.jsonValue()),
-  ]);
-  if (skipIfNotLanded(t, outcome, 'quick match (seek)')) return me.context.close();
-  assert.equal(outcome, '');
+  await me.page.waitForFunction(() => /\d+ s/.test(document.querySelector('#seek-wait')?.textContent || ''), null, { timeout: WAIT });
+  const first = me.received.find((f) => f.type === 'seeking');
+  assert.deepEqual(first.pools, [{ variant: 'hidden', clock: { minutes: 10, increment: 0 }, rated: false }]);
+  await shot(me.page, '16-quick-match-seeking');
+  await me.page.click('#cancel-seek');
+  await me.page.waitForSelector('.seeking', { state: 'detached', timeout: WAIT });
+  assert.ok(me.received.some((f) => f.type === 'seek_cancelled' && f.cancelled === true), 'the server cancelled it');
+  assert.equal(me.received.filter((f) => f.type === 'matched').length, 0);
+
+  // standard 5+0 casual: nobody comes, and after 2 s a bot is offered.
+  await me.page.selectOption('#seek select[name=variant]', 'standard');
+  await me.page.selectOption('#seek select[name=pool]', '5+0');
+  await me.page.click('#seek button[type=submit]');
+  await me.page.waitForSelector('#board svg', { timeout: WAIT });
+  const matched = me.received.find((f) => f.type === 'matched');
+  assert.equal(matched.opponent.bot, true, 'labelled a bot');
+  assert.equal(matched.rated, false, 'casual, said before the game starts');
+  assert.deepEqual(matched.pool, { variant: 'standard', clock: { minutes: 5, increment: 0 }, rated: false });
+  assert.equal(await me.page.evaluate(() => location.hash), `#/game/${matched.game_id}`);
   await me.page.waitForSelector('.badge.bot', { timeout: WAIT });
-  await shot(me.page, '16-quick-match-bot');
+  // The bot plays: at once with White, or after my first move.
+  const botColor = matched.color === 'white' ? 'black' : 'white';
+  await me.page.waitForFunction((id) => window.frontier.games.get(id)?.status === 'playing', matched.game_id, { timeout: WAIT });
+  if (matched.color === 'white') {
+    await me.page.click('[data-square="e2"]');
+    await me.page.click('[data-square="e4"]');
+  }
+  await me.page.waitForFunction((c) => {
+    const g = window.frontier.games.get(location.hash.split('/')[2]);
+    return g && g.moves.length >= (c === 'white' ? 1 : 2);
+  }, botColor, { timeout: WAIT });
+  assert.ok(
+    me.received.some((f) => f.type === 'event' && f.game_id === matched.game_id && f.event.kind === 'move' && f.event.color === botColor),
+    'the bot moved',
+  );
+  await shot(me.page, '17-quick-match-bot');
   await me.context.close();
 });

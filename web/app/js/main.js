@@ -107,6 +107,8 @@ function connect() {
       }
       const id = currentGameId();
       if (id && !app.games.has(id)) openGame(id);
+      // Where quick match stands: a seek still standing, or a match made while away.
+      app.conn.post({ type: 'status', id: app.conn.nextId('st') });
       if (app.pendingJoin) {
         const code = app.pendingJoin;
         app.pendingJoin = null;
@@ -192,16 +194,39 @@ function onFrame(frame) {
       }
       break;
     case 'matched':
+      // On every connection of the player; the game frame follows.
+      app.seek = null;
+      if (frame.opponent?.bot) setNotice(t('matchedBot', { name: frame.opponent.name }));
+      location.hash = `#/game/${frame.game_id}`;
+      break;
     case 'game_created':
-      if (frame.game_id) {
-        app.seek = null;
-        location.hash = `#/game/${frame.game_id}`;
-      }
+      if (frame.game_id) location.hash = `#/game/${frame.game_id}`;
       break;
     case 'seeking':
-      app.seek = { ...(app.seek || {}), ...frame, since: app.seek?.since || now };
+      // A replacing seek keeps no wait: the server counts from the new one.
+      app.seek = {
+        pools: frame.pools,
+        estimatedWaitMs: frame.estimated_wait_ms ?? null,
+        since: frame.replaced || !app.seek ? now : app.seek.since,
+      };
       if (!currentGameId()) render();
       break;
+    case 'seek_cancelled':
+      app.seek = null;
+      if (!currentGameId()) render();
+      break;
+    case 'status': {
+      // After a (re)connect: the seek still standing (its wait as the server counts it),
+      // and a match made while this client was away, if it was seeking then.
+      const wasSeeking = !!app.seek;
+      app.seek = frame.seeking
+        ? { pools: frame.seeking.pools, estimatedWaitMs: app.seek?.estimatedWaitMs ?? null, since: Math.min(now, frame.seeking.since + (app.clockOffset ?? 0)) }
+        : null;
+      if (!frame.seeking && wasSeeking && frame.matched && !app.games.has(frame.matched.game_id)) {
+        location.hash = `#/game/${frame.matched.game_id}`;
+      } else if (!currentGameId()) render();
+      break;
+    }
     default:
       break;
   }
@@ -385,7 +410,7 @@ function lobbyScreen() {
         <label>${t('pool')} <select name="pool">${options(POOLS, '5+0', (p) => p)}</select></label>
         <label class="check"><input name="rated" type="checkbox" ${app.player?.guest ? 'disabled' : ''}> ${t('rated')}</label>
         <button type="submit" class="primary">${t('findOpponent')}</button>
-        ${seek ? `<p class="seeking" role="status">${t('searching')} <span id="seek-wait"></span> — ${t('botOffered')} <button type="button" id="cancel-seek">${t('cancel')}</button></p>` : ''}
+        ${seek ? `<p class="seeking" role="status">${t('searching')} <span id="seek-wait"></span>${seek.estimatedWaitMs != null ? ` (${t('estimatedWait', { s: Math.max(1, Math.round(seek.estimatedWaitMs / 1000)) })})` : ''} — ${t('botOffered')} <button type="button" id="cancel-seek">${t('cancel')}</button></p>` : ''}
         <p class="error" id="seek-error" role="alert"></p>
       </form>
     </section>
@@ -471,22 +496,27 @@ function bindLobby() {
     e.preventDefault();
     const f = e.target;
     const [minutes, increment] = f.pool.value.split('+').map(Number);
-    app.seek = { since: Date.now(), variant: f.variant.value };
-    // A pool as docs/protocol.md names it: variant × clock × rated.
+    // A pool as docs/protocol.md names it: variant × clock × rated. The `seeking` answer
+    // (handled with every frame) shows the wait.
     const pool = { variant: f.variant.value, clock: { minutes, increment }, rated: f.rated.checked };
     const answer = await app.conn.send({ type: 'seek', pools: [pool] });
-    if (answer.type === 'error') {
-      app.seek = null;
+    if (answer.type === 'error' && !currentGameId()) {
+      // `already_matched`: the `matched` notice follows and opens the game.
+      if (answer.code !== 'already_matched') app.seek = null;
       render();
       $('#seek-error').textContent = errorText(answer);
-    } else render();
+    }
   };
   const cancel = $('#cancel-seek');
   if (cancel) {
-    cancel.onclick = () => {
-      app.conn.send({ type: 'cancel_seek' });
-      app.seek = null;
-      render();
+    cancel.onclick = async () => {
+      cancel.disabled = true;
+      // `seek_cancelled` clears the seek (with every frame); too late, `matched` follows.
+      const answer = await app.conn.send({ type: 'cancel_seek' });
+      if (answer.type === 'error' && !currentGameId()) {
+        cancel.disabled = false;
+        $('#seek-error').textContent = errorText(answer);
+      }
     };
   }
 }
@@ -771,6 +801,11 @@ function resultDialog(g) {
 
 // Clocks tick between frames from the last reading.
 setInterval(() => {
+  // The time a standing seek has waited (shown in the lobby, where no game is on screen).
+  if (app.seek) {
+    const w = $('#seek-wait');
+    if (w) w.textContent = `${Math.max(0, Math.floor((Date.now() - app.seek.since) / 1000))} s`;
+  }
   const g = app.games.get(currentGameId());
   if (!g || !g.clocks) return;
   for (const side of ['white', 'black']) {
@@ -779,10 +814,6 @@ setInterval(() => {
     const ms = clockMs(g, side);
     el.textContent = fmtClock(ms);
     el.classList.toggle('low', ms < 20000);
-  }
-  if (app.seek) {
-    const w = $('#seek-wait');
-    if (w) w.textContent = `${Math.floor((Date.now() - app.seek.since) / 1000)} s`;
   }
 }, 100);
 
