@@ -76,7 +76,7 @@ pub struct DevConfig {
     pub limits: LimitArgs,
     /// Quick match: as `frontier matchmaking`'s flags (e.g. `--bot-after 5s` offers a bot
     /// sooner).
-    #[command(flatten)]
+    #[command(flatten, next_help_heading = "Quick match")]
     pub matchmaking: frontier_matchmaking::PairingArgs,
 }
 

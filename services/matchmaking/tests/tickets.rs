@@ -614,3 +614,20 @@ async fn recent_waits_and_each_players_history_are_kept<B: Backend>(world: World
     );
     assert_eq!(counts.iter().map(|(_, n)| n).sum::<u64>(), 1);
 }
+
+/// Redis expires a notice by its key's TTL (wall-clock time); memory by the injected clock,
+/// which is what this checks.
+#[tokio::test]
+async fn in_memory_a_notice_is_kept_for_ten_minutes_then_forgotten() {
+    let world = World::in_memory();
+    let mm = world.instance(no_bots()).await;
+    let p = pool("hidden:3+2:casual");
+    mm.seek(seeker("a", false), &[p]).await.expect("seek");
+    mm.seek(seeker("b", false), &[p]).await.expect("seek");
+    assert_eq!(mm.step(&mut || true).await.expect("step").created, 1);
+    world.clock.advance(599_999);
+    assert!(mm.status("a").await.expect("status").matched.is_some());
+    world.clock.advance(1);
+    assert_eq!(mm.status("a").await.expect("status").matched, None);
+    assert_eq!(mm.status("b").await.expect("status").matched, None);
+}
