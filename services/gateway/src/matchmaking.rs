@@ -102,6 +102,16 @@ pub async fn follow_notices(
     crate::hub::server_round_trip(nats).await;
     Some(tokio::spawn(async move {
         while let Some(message) = subscription.next().await {
+            let frame = frontier_platform::names::NOTICE_HEADER;
+            if message
+                .headers
+                .as_ref()
+                .is_some_and(|h| h.get(frame).is_some())
+            {
+                // A client-protocol frame (a rematch notice): the connection's notice
+                // topic relays those.
+                continue;
+            }
             let Ok(notice) = mm::Matched::decode(message.payload) else {
                 tracing::warn!("an unreadable matched notice was dropped");
                 continue;
