@@ -262,8 +262,12 @@ async fn racing_accepts_tell_each_player_once() {
     let (white, black) = (person("Wanda"), person("Boris"));
     let game = started_game(&a, &white, &black).await;
     resign(&a, &game, &white).await;
-    b.offer_rematch(&game, &black.id).await.expect("offered");
     let mut to_white = Notices::follow(&nats, &ns, &white).await;
+    b.offer_rematch(&game, &black.id).await.expect("offered");
+    assert!(matches!(
+        to_white.next().await,
+        ServerMessage::RematchOffered { .. }
+    ));
     let racers: Vec<_> = (0..8)
         .map(|i| {
             let service = if i % 2 == 0 { a.clone() } else { b.clone() };
