@@ -43,8 +43,10 @@ async fn notice(client: &mut Client, kind: &str, game: &str) -> anyhow::Result<V
 /// A rated atomic 5+3 board: `white` creates it, `black` joins; both see it start.
 async fn rated_game(white: &mut Client, black: &mut Client) -> anyhow::Result<String> {
     white
-        .send(json!({"type": "create_board", "id": "c", "variant": "atomic", "color": "white",
-                     "rated": true, "clock": {"minutes": 5, "increment": 3}}))
+        .send(
+            json!({"type": "create_board", "id": "c", "variant": "atomic", "color": "white",
+                     "rated": true, "clock": {"minutes": 5, "increment": 3}}),
+        )
         .await?;
     let created = reply_to(white, "c").await?;
     anyhow::ensure!(created["type"] == "board_created", "{created}");
@@ -105,8 +107,14 @@ async fn offered_on_one_gateway_accepted_on_the_other_both_told_and_the_new_game
 
     let started = send(&mut bob, "accept_rematch", "a1", &game).await?;
     assert_eq!(started["type"], "rematch_started", "{started}");
-    assert_eq!(started["color"], "white", "Black of the last game plays White");
-    let new_game = started["new_game_id"].as_str().context("new game")?.to_owned();
+    assert_eq!(
+        started["color"], "white",
+        "Black of the last game plays White"
+    );
+    let new_game = started["new_game_id"]
+        .as_str()
+        .context("new game")?
+        .to_owned();
     assert_ne!(new_game, game);
     let to_alice = notice(&mut alice, "rematch_started", &game).await?;
     assert_eq!(to_alice["new_game_id"], new_game.as_str());
@@ -116,6 +124,7 @@ async fn offered_on_one_gateway_accepted_on_the_other_both_told_and_the_new_game
     assert_eq!(to_bob_too["color"], "white");
 
     // The new game opens on every connection: same settings, colours swapped, started.
+    let alice_id = alice.player_id.clone();
     for client in [&mut alice, &mut bob, &mut bob_too] {
         let view = client
             .until("the rematch", |v| {
@@ -128,7 +137,7 @@ async fn offered_on_one_gateway_accepted_on_the_other_both_told_and_the_new_game
         assert_eq!(g["clock"], json!({"minutes": 5, "increment": 3}));
         assert_eq!(g["status"], "playing");
         assert_eq!(g["white"]["id"], bob_id.as_str());
-        assert_eq!(g["black"]["id"], alice.player_id.as_str());
+        assert_eq!(g["black"]["id"], alice_id.as_str());
     }
     bob.play(&new_game, "e2e4").await?;
     alice.play(&new_game, "e7e5").await?;
@@ -156,16 +165,25 @@ async fn accepts_racing_on_two_gateways_make_one_game() -> anyhow::Result<()> {
     let b = reply_to(&mut bob_b, "acc").await?;
     assert_eq!(a["type"], "rematch_started", "{a}");
     assert_eq!(b["type"], "rematch_started", "{b}");
-    assert_eq!(a["new_game_id"], b["new_game_id"], "one game for both accepts");
+    assert_eq!(
+        a["new_game_id"], b["new_game_id"],
+        "one game for both accepts"
+    );
     let new_game = a["new_game_id"].as_str().context("new game")?;
     // It was made once: its view is at version 2 (created and started, nothing twice).
+    let alice_id = alice.player_id.clone();
     let view = alice
         .until("the rematch", |v| {
             v["type"] == "game" && v["game_id"] == new_game
         })
         .await?;
     assert_eq!(view["version"], 2, "{view}");
-    assert_eq!(view["game"]["white"]["id"], alice.player_id.as_str());
+    assert_eq!(
+        view["game"]["white"]["id"],
+        id.as_str(),
+        "Bob plays White now"
+    );
+    assert_eq!(view["game"]["black"]["id"], alice_id.as_str());
     platform.stop().await;
     Ok(())
 }
@@ -257,8 +275,10 @@ async fn offers_that_cannot_be_are_refused_with_typed_errors() -> anyhow::Result
     assert_eq!(error["code"], "game_not_found", "{error}");
 
     alice
-        .send(json!({"type": "play_computer", "id": "pc", "variant": "standard",
-                     "level": "easy", "color": "white"}))
+        .send(
+            json!({"type": "play_computer", "id": "pc", "variant": "standard",
+                     "level": "easy", "color": "white"}),
+        )
         .await?;
     let created = reply_to(&mut alice, "pc").await?;
     let computer = created["game_id"].as_str().context("game")?.to_owned();

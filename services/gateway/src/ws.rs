@@ -521,6 +521,9 @@ impl<A: Accounts> Connection<A> {
                     return self.close(close::TOO_MANY_CONNECTIONS, "too many connections");
                 }
                 self.slots.push((Slot::Player, player));
+                // Follow the player's notices before saying so: nothing sent to the
+                // player after `authenticated` is missed.
+                self.follow_player(&claims.sub.to_string()).await;
                 self.send(&ServerMessage::Authenticated {
                     id: id.map(str::to_owned),
                     player: PlayerInfo {
@@ -531,7 +534,6 @@ impl<A: Accounts> Connection<A> {
                     },
                 });
                 self.start_notices(&claims.sub.to_string()).await;
-                self.follow_player(&claims.sub.to_string()).await;
                 self.player = Some(claims);
             }
             Err(e) => self.error(id, None, auth_code(&e), e.to_string()),
