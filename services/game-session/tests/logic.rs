@@ -633,7 +633,11 @@ async fn the_in_memory_store_keeps_rematch_offers_as_redis_does() {
         RematchState::Offered(Color::Black)
     );
     assert_eq!(
-        code_of(svc.offer_rematch(&game, &black.id).await.unwrap_err()),
+        code_of(
+            svc.offer_rematch(&game, &black.id)
+                .await
+                .expect_err("refused")
+        ),
         ErrorCode::RematchAlreadyOffered
     );
     assert_eq!(
@@ -643,7 +647,11 @@ async fn the_in_memory_store_keeps_rematch_offers_as_redis_does() {
         1
     );
     assert_eq!(
-        code_of(svc.accept_rematch(&game, &white.id).await.unwrap_err()),
+        code_of(
+            svc.accept_rematch(&game, &white.id)
+                .await
+                .expect_err("refused")
+        ),
         ErrorCode::NoRematchOffer
     );
     svc.offer_rematch(&game, &black.id)
