@@ -592,3 +592,49 @@ test('quick match: the seek shows its wait and cancels; a lone seek falls back t
   await shot(me.page, '17-quick-match-bot');
   await me.context.close();
 });
+
+test('rematch: offered from the result dialog, accepted by the opponent, the new game opens with colours swapped', { skip: SKIP || false }, async () => {
+  const alice = await player();
+  const bob = await player();
+  await enterAsGuest(alice.page);
+  await enterAsGuest(bob.page);
+  const { id, code } = await createBoard(alice.page, { variant: 'standard', color: 'white' });
+  await joinByCode(bob.page, code);
+  await alice.page.waitForFunction(() => [...window.frontier.games.values()].some((g) => g.status === 'playing'), null, { timeout: WAIT });
+  // Fool's mate: Black wins.
+  await clickMove(alice.page, bob.page, 'f2f3');
+  await clickMove(bob.page, alice.page, 'e7e5');
+  await clickMove(alice.page, bob.page, 'g2g4');
+  await clickMove(bob.page, alice.page, 'd8h4');
+  for (const p of [alice.page, bob.page]) await p.waitForSelector('#result [data-rematch=offer_rematch]', { timeout: WAIT });
+  await bob.page.click('#result [data-rematch=offer_rematch]');
+  // The offerer sees it stand; the opponent sees it come in, with accept and decline.
+  await bob.page.waitForSelector('#result [data-rematch=decline_rematch]', { timeout: WAIT });
+  await alice.page.waitForSelector('#result [data-rematch=accept_rematch]', { timeout: WAIT });
+  assert.ok(await alice.page.isVisible('#result [data-rematch=decline_rematch]'));
+  await shot(alice.page, '17-rematch-offered');
+  await alice.page.click('#result [data-rematch=accept_rematch]');
+  // Both open the new game: the same settings, colours swapped.
+  const opened = async (p) => {
+    await p.waitForFunction((old) => {
+      const now = location.hash.split('/')[2];
+      const g = window.frontier.games.get(now);
+      return now && now !== old && g && g.status === 'playing';
+    }, id, { timeout: WAIT });
+    return p.evaluate(() => {
+      const g = window.frontier.games.get(location.hash.split('/')[2]);
+      return { id: g.id, seat: g.seat, variant: g.variant, rated: g.rated, clock: g.clock };
+    });
+  };
+  const [a, b] = [await opened(alice.page), await opened(bob.page)];
+  assert.equal(a.id, b.id, 'one new game for both');
+  assert.equal(a.seat, 'black', 'White of the last game plays Black');
+  assert.equal(b.seat, 'white');
+  assert.equal(a.variant, 'standard');
+  assert.equal(a.rated, false);
+  await bob.page.waitForSelector('#board svg', { timeout: WAIT });
+  await clickMove(bob.page, alice.page, 'e2e4');
+  await shot(bob.page, '18-rematch-started');
+  await alice.context.close();
+  await bob.context.close();
+});

@@ -73,7 +73,11 @@ both_ways! {
     Internal => Internal,
     TooManyBoards => TooManyBoards,
     UndoNotAllowed => UndoNotAllowed,
-    AlreadyMatched => AlreadyMatched
+    AlreadyMatched => AlreadyMatched,
+    GameNotOver => GameNotOver,
+    RematchUnavailable => RematchUnavailable,
+    RematchAlreadyOffered => RematchAlreadyOffered,
+    NoRematchOffer => NoRematchOffer
 }
 
 /// The gRPC status code that best describes a refusal with this client code.

@@ -31,6 +31,11 @@ pub const VERSION_HEADER: &str = "Frontier-Version";
 /// without reading the frame.
 pub const ENDED_HEADER: &str = "Frontier-Ended";
 
+/// NATS header present (`1`) on a client-protocol frame published on a player subject
+/// (`<ns>.player.<id>`: a rematch notice) for the player's gateways to relay as it is;
+/// matchmaking's `matched` notices there are protobuf and carry no such header.
+pub const NOTICE_HEADER: &str = "Frontier-Notice";
+
 /// The three audiences of a game, in the order events are published.
 pub const AUDIENCES: [Audience; 3] = [
     Audience::Player(Color::White),
@@ -175,7 +180,8 @@ impl Namespace {
         format!("{}:{{mm}}:", self.prefix)
     }
 
-    /// NATS subject of one player's notices (`matched`): every gateway holding a connection
+    /// NATS subject of one player's notices (`matched`; rematch frames, with the
+    /// [`NOTICE_HEADER`]): every gateway holding a connection
     /// of the player follows it.
     pub fn player_subject(&self, player: &str) -> String {
         format!("{}.player.{}", self.prefix, player)

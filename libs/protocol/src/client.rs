@@ -277,6 +277,31 @@ pub enum ClientMessage {
         #[serde(default)]
         id: Option<String>,
     },
+    /// Offer the opponent of a finished game between two people a rematch (the same
+    /// settings, colours swapped). If the opponent's offer stands, this accepts it.
+    OfferRematch {
+        /// Echoed.
+        #[serde(default)]
+        id: Option<String>,
+        /// The finished game.
+        game_id: String,
+    },
+    /// Accept the opponent's rematch offer: the new game starts.
+    AcceptRematch {
+        /// Echoed.
+        #[serde(default)]
+        id: Option<String>,
+        /// The finished game.
+        game_id: String,
+    },
+    /// Decline the opponent's rematch offer, or withdraw one's own.
+    DeclineRematch {
+        /// Echoed.
+        #[serde(default)]
+        id: Option<String>,
+        /// The finished game.
+        game_id: String,
+    },
 }
 
 impl ClientMessage {
@@ -302,6 +327,9 @@ impl ClientMessage {
             ClientMessage::Seek { .. } => "seek",
             ClientMessage::CancelSeek { .. } => "cancel_seek",
             ClientMessage::Status { .. } => "status",
+            ClientMessage::OfferRematch { .. } => "offer_rematch",
+            ClientMessage::AcceptRematch { .. } => "accept_rematch",
+            ClientMessage::DeclineRematch { .. } => "decline_rematch",
         }
     }
 
@@ -326,7 +354,10 @@ impl ClientMessage {
             | ClientMessage::Undo { id, .. }
             | ClientMessage::Seek { id, .. }
             | ClientMessage::CancelSeek { id }
-            | ClientMessage::Status { id } => id.as_deref(),
+            | ClientMessage::Status { id }
+            | ClientMessage::OfferRematch { id, .. }
+            | ClientMessage::AcceptRematch { id, .. }
+            | ClientMessage::DeclineRematch { id, .. } => id.as_deref(),
         }
     }
 
@@ -343,7 +374,10 @@ impl ClientMessage {
             | ClientMessage::DeclineDraw { game_id, .. }
             | ClientMessage::Abort { game_id, .. }
             | ClientMessage::ClaimVictory { game_id, .. }
-            | ClientMessage::Undo { game_id, .. } => Some(game_id),
+            | ClientMessage::Undo { game_id, .. }
+            | ClientMessage::OfferRematch { game_id, .. }
+            | ClientMessage::AcceptRematch { game_id, .. }
+            | ClientMessage::DeclineRematch { game_id, .. } => Some(game_id),
             _ => None,
         }
     }
@@ -370,6 +404,9 @@ pub const CLIENT_MESSAGE_TYPES: &[&str] = &[
     "seek",
     "cancel_seek",
     "status",
+    "offer_rematch",
+    "accept_rematch",
+    "decline_rematch",
 ];
 
 /// The `id` and `game_id` of a frame that could not be understood as a message, when it is
@@ -421,6 +458,9 @@ mod tests {
             r#"{"type":"seek","pools":[{"variant":"hidden","clock":{"minutes":3,"increment":2}}]}"#,
             r#"{"type":"cancel_seek"}"#,
             r#"{"type":"status"}"#,
+            r#"{"type":"offer_rematch","game_id":"g"}"#,
+            r#"{"type":"accept_rematch","game_id":"g"}"#,
+            r#"{"type":"decline_rematch","game_id":"g"}"#,
         ];
         assert_eq!(samples.len(), CLIENT_MESSAGE_TYPES.len());
         for (sample, ty) in samples.iter().zip(CLIENT_MESSAGE_TYPES) {

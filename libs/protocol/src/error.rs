@@ -100,6 +100,16 @@ pub enum ErrorCode {
     /// Matchmaking: you were just paired and your game is being created; the `matched`
     /// notice follows.
     AlreadyMatched,
+    /// Rematch: the game is still being played.
+    GameNotOver,
+    /// Rematch: not for this game (one with a computer player, or a board that never
+    /// started).
+    RematchUnavailable,
+    /// Rematch: you already offered one for this game.
+    RematchAlreadyOffered,
+    /// Rematch: no offer of the opponent's stands for this game (none was made, or it was
+    /// declined, withdrawn, accepted or lapsed).
+    NoRematchOffer,
 }
 
 impl ErrorCode {
@@ -132,6 +142,9 @@ impl ErrorCode {
             Unavailable => "unavailable", Internal => "internal",
             UndoNotAllowed => "undo_not_allowed",
             AlreadyMatched => "already_matched",
+            GameNotOver => "game_not_over", RematchUnavailable => "rematch_unavailable",
+            RematchAlreadyOffered => "rematch_already_offered",
+            NoRematchOffer => "no_rematch_offer",
         }
     }
 
@@ -160,6 +173,10 @@ mod tests {
             ErrorCode::MethodNotAllowed,
             ErrorCode::Internal,
             ErrorCode::UndoNotAllowed,
+            ErrorCode::GameNotOver,
+            ErrorCode::RematchUnavailable,
+            ErrorCode::RematchAlreadyOffered,
+            ErrorCode::NoRematchOffer,
         ] {
             let json = serde_json::to_string(&code).expect("serialises");
             assert_eq!(json, format!("\"{}\"", code.as_str()));

@@ -120,6 +120,45 @@ pub enum ServerMessage {
     },
     /// The player was matched: sent on every connection of the player; the game opens.
     Matched(Matched),
+    /// A rematch offer stands for a finished game: the answer to `offer_rematch`, and a
+    /// notice on every connection of both players.
+    RematchOffered {
+        /// The `offer_rematch`'s id (only in the answer).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        id: Option<String>,
+        /// The finished game.
+        game_id: String,
+        /// The colour the offerer played in it.
+        by: String,
+    },
+    /// A rematch offer is gone without a game: the answer to `decline_rematch`, and a
+    /// notice on every connection of both players.
+    RematchCancelled {
+        /// The `decline_rematch`'s id (only in the answer).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        id: Option<String>,
+        /// The finished game.
+        game_id: String,
+        /// The colour (in the finished game) of the player whose doing it was.
+        by: String,
+        /// `declined` (by the other player), `withdrawn` (by the offerer), `left` (a player
+        /// left the game) or `seeking` (a player went to quick match).
+        reason: String,
+    },
+    /// The rematch started: the answer to the accepting `accept_rematch` (or
+    /// `offer_rematch`), and a notice on every connection of both players, each of which
+    /// then follows the new game.
+    RematchStarted {
+        /// The accepting message's id (only in the answer).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        id: Option<String>,
+        /// The finished game.
+        game_id: String,
+        /// The new game (started; the same variant, clock and rating, colours swapped).
+        new_game_id: String,
+        /// The receiver's colour in the new game.
+        color: String,
+    },
     /// Answer to `status`.
     Status {
         /// The `status`'s id.

@@ -290,6 +290,7 @@ async fn start_on<A: Accounts, S: RatingStore>(
             auth_timeout: Duration::from_secs(10),
             outbound_queue: 512,
             presence_interval: Duration::from_secs(10),
+            rematch_grace: Duration::from_secs(10),
         },
         shutdown: Shutdown::new(),
         connections: tokio_util::task::TaskTracker::new(),

@@ -16,7 +16,7 @@ use frontier_platform::trace;
 use frontier_platform::{GameId, Namespace};
 use frontier_rules::{Audience, Color, Variant};
 
-pub use frontier_platform::names::{ENDED_HEADER, VERSION_HEADER};
+pub use frontier_platform::names::{ENDED_HEADER, NOTICE_HEADER, VERSION_HEADER};
 
 /// A messaging failure.
 #[derive(Debug, thiserror::Error)]
@@ -74,6 +74,15 @@ pub trait EventBus: Send + Sync + 'static {
         variant: Variant,
         id: &str,
         job: Bytes,
+    ) -> impl Future<Output = Result<(), BusError>> + Send;
+
+    /// Publishes a client-protocol frame for one player on their player subject (at most
+    /// once; the `Frontier-Notice` header marks it as a frame to relay), which every gateway
+    /// holding a connection of theirs follows.
+    fn publish_notice(
+        &self,
+        player: &str,
+        frame: Bytes,
     ) -> impl Future<Output = Result<(), BusError>> + Send;
 }
 
@@ -191,9 +200,29 @@ impl EventBus for NatsBus {
             .map_err(|e| BusError(e.to_string()))?;
         Ok(())
     }
+
+    async fn publish_notice(&self, player: &str, frame: Bytes) -> Result<(), BusError> {
+        self.notice(player, frame).await
+    }
 }
 
 impl NatsBus {
+    /// See [`EventBus::publish_notice`].
+    async fn notice(&self, player: &str, frame: Bytes) -> Result<(), BusError> {
+        let mut headers = async_nats::HeaderMap::new();
+        headers.insert(NOTICE_HEADER, "1");
+        trace::inject_headers(&trace::current(), &mut headers);
+        self.client
+            .publish_with_headers(self.ns.player_subject(player), headers, frame)
+            .await
+            .map_err(|e| BusError(e.to_string()))?;
+        // Notices are rare: sent now rather than with the next batch.
+        self.client
+            .flush()
+            .await
+            .map_err(|e| BusError(e.to_string()))
+    }
+
     /// The JetStream context (tests read the streams with it).
     pub fn jetstream(&self) -> jetstream::Context {
         self.jetstream.clone()
@@ -288,6 +317,12 @@ impl EventBus for MemoryBus {
     ) -> Result<(), BusError> {
         self.jobs
             .push(self.ns.bot_jobs_subject(variant.name()), id.to_owned(), job);
+        Ok(())
+    }
+
+    async fn publish_notice(&self, player: &str, frame: Bytes) -> Result<(), BusError> {
+        self.events
+            .publish(self.ns.player_subject(player), 0, false, frame);
         Ok(())
     }
 

@@ -51,6 +51,10 @@ pub struct PlayArgs {
     /// follows its game) it still counts as connected.
     #[arg(long, env = "FRONTIER_PRESENCE_TIMEOUT", default_value = "30s", value_parser = parse_duration)]
     pub presence_timeout: Duration,
+    /// How long a rematch offer stands (unless it lapses first: a player leaves or seeks);
+    /// at most the time a finished game stays in Redis (1 hour).
+    #[arg(long, env = "FRONTIER_REMATCH_TTL", default_value = "10m", value_parser = parse_duration)]
+    pub rematch_ttl: Duration,
     /// Test-only settings: present only in builds with the `test-hooks` feature, which
     /// release builds and images never enable (without it these flags do not exist, and a
     /// `FRONTIER_TEST_…` hook variable stops the service at start).

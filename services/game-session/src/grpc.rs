@@ -17,6 +17,7 @@ use tonic::{Request, Response, Status};
 use crate::bus::EventBus;
 use crate::error::SessionError;
 use crate::game::Action;
+use crate::rematch::{Lapse, RematchState};
 use crate::service::{GameService, MatchSeat, NewBoard, NewComputerGame, NewMatch, Resume};
 use crate::store::GameStore;
 
@@ -99,6 +100,26 @@ fn action_of(action: Option<pb::act_request::Action>) -> Result<Action, Status> 
     })
 }
 
+/// A rematch's state as the rpcs answer it.
+fn rematch_response(state: RematchState) -> pb::RematchResponse {
+    match state {
+        RematchState::Offered(by) => pb::RematchResponse {
+            offered_by: seat_of(Audience::Player(by)) as i32,
+            ..Default::default()
+        },
+        RematchState::Cancelled(seat, reason) => pb::RematchResponse {
+            seat: seat_of(Audience::Player(seat)) as i32,
+            cancelled: reason.to_owned(),
+            ..Default::default()
+        },
+        RematchState::Started(game, color) => pb::RematchResponse {
+            new_game_id: game.to_string(),
+            seat: seat_of(Audience::Player(color)) as i32,
+            ..Default::default()
+        },
+    }
+}
+
 #[tonic::async_trait]
 impl<S: GameStore, B: EventBus> GameSession for GrpcGameSession<S, B> {
     #[tracing::instrument(name = "game_session.create_board", skip_all)]
@@ -161,6 +182,77 @@ impl<S: GameStore, B: EventBus> GameSession for GrpcGameSession<S, B> {
             seat: seat_of(Audience::Player(color)) as i32,
             version,
         }))
+    }
+
+    #[tracing::instrument(name = "game_session.offer_rematch", skip_all)]
+    async fn offer_rematch(
+        &self,
+        request: Request<pb::RematchRequest>,
+    ) -> Result<Response<pb::RematchResponse>, Status> {
+        let r = request.into_inner();
+        let game = game_id(&r.game_id)?;
+        let state = self
+            .service
+            .offer_rematch(&game, &r.player_id)
+            .await
+            .map_err(status)?;
+        Ok(Response::new(rematch_response(state)))
+    }
+
+    #[tracing::instrument(name = "game_session.accept_rematch", skip_all)]
+    async fn accept_rematch(
+        &self,
+        request: Request<pb::RematchRequest>,
+    ) -> Result<Response<pb::RematchResponse>, Status> {
+        let r = request.into_inner();
+        let game = game_id(&r.game_id)?;
+        let state = self
+            .service
+            .accept_rematch(&game, &r.player_id)
+            .await
+            .map_err(status)?;
+        Ok(Response::new(rematch_response(state)))
+    }
+
+    #[tracing::instrument(name = "game_session.decline_rematch", skip_all)]
+    async fn decline_rematch(
+        &self,
+        request: Request<pb::RematchRequest>,
+    ) -> Result<Response<pb::RematchResponse>, Status> {
+        let r = request.into_inner();
+        let game = game_id(&r.game_id)?;
+        let state = self
+            .service
+            .decline_rematch(&game, &r.player_id)
+            .await
+            .map_err(status)?;
+        Ok(Response::new(rematch_response(state)))
+    }
+
+    #[tracing::instrument(name = "game_session.lapse_rematches", skip_all)]
+    async fn lapse_rematches(
+        &self,
+        request: Request<pb::LapseRematchesRequest>,
+    ) -> Result<Response<pb::LapseRematchesResponse>, Status> {
+        let r = request.into_inner();
+        let game = match r.game_id.as_str() {
+            "" => None,
+            id => Some(game_id(id)?),
+        };
+        let why = match pb::LapseReason::try_from(r.reason) {
+            Ok(pb::LapseReason::Left) => Lapse::Left,
+            Ok(pb::LapseReason::Seeking) => Lapse::Seeking,
+            _ => return Err(bad("reason must be left or seeking")),
+        };
+        if r.player_id.is_empty() {
+            return Err(bad("player_id is required"));
+        }
+        let lapsed = self
+            .service
+            .lapse_rematches(&r.player_id, game, why)
+            .await
+            .map_err(status)?;
+        Ok(Response::new(pb::LapseRematchesResponse { lapsed }))
     }
 
     #[tracing::instrument(name = "game_session.start_match", skip_all)]

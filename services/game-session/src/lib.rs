@@ -13,6 +13,7 @@ pub mod error;
 pub mod game;
 pub mod grpc;
 pub mod record;
+pub mod rematch;
 pub mod render;
 pub mod service;
 pub mod storage;
@@ -82,6 +83,7 @@ pub fn rules_of_play(
             },
             absence_limit: config.absence_limit,
             presence_timeout: config.presence_timeout,
+            rematch_ttl: config.rematch_ttl.min(Settings::default().finished_ttl),
             #[cfg(feature = "test-hooks")]
             test_start_fens,
             ..Settings::default()

@@ -66,6 +66,8 @@ pub struct Settings {
     /// How long after its last presence report a player still counts as connected (the
     /// gateway reports every 10 s by default).
     pub presence_timeout: Duration,
+    /// How long a rematch offer stands (at most `finished_ttl`: the offer needs its game).
+    pub rematch_ttl: Duration,
     /// TEST ONLY (`test-hooks`): start positions (FEN) for new standard or atomic boards
     /// created without one, per variant. No client can reach it.
     #[cfg(feature = "test-hooks")]
@@ -81,6 +83,7 @@ impl Default for Settings {
             resume_max: 256,
             absence_limit: Duration::from_secs(300),
             presence_timeout: Duration::from_secs(30),
+            rematch_ttl: Duration::from_secs(600),
             #[cfg(feature = "test-hooks")]
             test_start_fens: Vec::new(),
         }
@@ -250,16 +253,16 @@ pub const CODE_ALPHABET: &[u8; 32] = b"23456789ABCDEFGHJKLMNPQRSTUVWXYZ";
 
 /// The service, generic over its storage and messaging.
 pub struct GameService<S, B> {
-    store: S,
-    bus: B,
-    clock: Arc<dyn Clock>,
+    pub(crate) store: S,
+    pub(crate) bus: B,
+    pub(crate) clock: Arc<dyn Clock>,
     layouts: Arc<dyn LayoutSource>,
-    settings: Settings,
+    pub(crate) settings: Settings,
 }
 
 const MAX_ATTEMPTS: usize = 32;
 
-fn client(code: ErrorCode, message: impl Into<String>) -> SessionError {
+pub(crate) fn client(code: ErrorCode, message: impl Into<String>) -> SessionError {
     SessionError::Client(code, message.into())
 }
 
@@ -345,7 +348,7 @@ impl<S: GameStore, B: EventBus> GameService<S, B> {
         &self.bus
     }
 
-    async fn load(&self, game: &GameId) -> Result<(u64, storage::Loaded), SessionError> {
+    pub(crate) async fn load(&self, game: &GameId) -> Result<(u64, storage::Loaded), SessionError> {
         let (version, bytes) = self
             .store
             .load(game)

@@ -64,6 +64,17 @@ impl OutboxJob {
     }
 }
 
+/// A rematch offer for a finished game, kept next to it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RematchOffer {
+    /// The offerer's colour in the finished game.
+    pub by: frontier_rules::Color,
+    /// Accepted: the new game is made (or being made) under `new_game`.
+    pub accepted: bool,
+    /// The rematch's id, drawn when the offer was made.
+    pub new_game: GameId,
+}
+
 /// The storage of live games.
 pub trait GameStore: Send + Sync + 'static {
     /// The current version and state of a game.
@@ -133,6 +144,100 @@ pub trait GameStore: Send + Sync + 'static {
         game: &GameId,
         deadline: Option<i64>,
     ) -> impl Future<Output = Result<(), StoreError>> + Send;
+
+    /// The rematch offer of `game`, if one stands (or was accepted).
+    fn rematch(
+        &self,
+        game: &GameId,
+    ) -> impl Future<Output = Result<Option<RematchOffer>, StoreError>> + Send;
+
+    /// Stores `offer` for `game` unless one is there already (then answers it), and adds
+    /// the game to both players' sets of games with offers; both expire after `ttl`.
+    fn offer_rematch(
+        &self,
+        game: &GameId,
+        offer: RematchOffer,
+        players: [&str; 2],
+        ttl: Duration,
+    ) -> impl Future<Output = Result<Option<RematchOffer>, StoreError>> + Send;
+
+    /// Marks `game`'s offer accepted if it is `by`'s and still stands, in one step; answers
+    /// the offer if it is accepted now (or was already, whoever's it was), else none.
+    fn accept_rematch(
+        &self,
+        game: &GameId,
+        by: frontier_rules::Color,
+    ) -> impl Future<Output = Result<Option<RematchOffer>, StoreError>> + Send;
+
+    /// Removes `game`'s offer if it stands and is not accepted, in one step; answers it.
+    fn drop_rematch(
+        &self,
+        game: &GameId,
+    ) -> impl Future<Output = Result<Option<RematchOffer>, StoreError>> + Send;
+
+    /// The games for which `player` made or received an offer lately (some may be gone).
+    fn rematch_games(
+        &self,
+        player: &str,
+    ) -> impl Future<Output = Result<Vec<GameId>, StoreError>> + Send;
+}
+
+/// Offer: KEYS offer hash, first player's set, second player's set; ARGV by, new game id,
+/// ttl (ms), game id. Answers the existing offer (`{by, state, new}`), or nil once stored.
+const OFFER_REMATCH: &str = r#"
+if redis.call('EXISTS', KEYS[1]) == 1 then
+  return redis.call('HMGET', KEYS[1], 'by', 'state', 'new')
+end
+redis.call('HSET', KEYS[1], 'by', ARGV[1], 'state', 'offered', 'new', ARGV[2])
+redis.call('PEXPIRE', KEYS[1], ARGV[3])
+for i = 2, 3 do
+  redis.call('SADD', KEYS[i], ARGV[4])
+  redis.call('PEXPIRE', KEYS[i], ARGV[3])
+end
+return nil
+"#;
+
+/// Accept: KEYS offer hash; ARGV the offerer's colour expected. Marks a standing offer by
+/// that colour accepted; answers the offer if it is accepted (now or before), else nil.
+const ACCEPT_REMATCH: &str = r#"
+local o = redis.call('HMGET', KEYS[1], 'by', 'state', 'new')
+if o[1] == false then return nil end
+if o[2] == 'accepted' then return o end
+if o[1] ~= ARGV[1] then return nil end
+redis.call('HSET', KEYS[1], 'state', 'accepted')
+o[2] = 'accepted'
+return o
+"#;
+
+/// Drop: KEYS offer hash. Removes a standing (not accepted) offer; answers it, or nil.
+const DROP_REMATCH: &str = r#"
+local o = redis.call('HMGET', KEYS[1], 'by', 'state', 'new')
+if o[1] == false or o[2] ~= 'offered' then return nil end
+redis.call('DEL', KEYS[1])
+return o
+"#;
+
+/// An offer as the scripts answer it: `[by, state, new game id]`.
+fn offer_of(fields: Option<Vec<Option<String>>>) -> Result<Option<RematchOffer>, StoreError> {
+    let Some(fields) = fields else {
+        return Ok(None);
+    };
+    let [Some(by), Some(state), Some(new)] = fields.as_slice() else {
+        return Err(StoreError("a rematch offer is missing fields".into()));
+    };
+    let by = match by.as_str() {
+        "white" => frontier_rules::Color::White,
+        "black" => frontier_rules::Color::Black,
+        other => return Err(StoreError(format!("a rematch offer by `{other}`"))),
+    };
+    let new_game = new
+        .parse()
+        .map_err(|_| StoreError("a rematch offer's game id is not a UUID".into()))?;
+    Ok(Some(RematchOffer {
+        by,
+        accepted: state == "accepted",
+        new_game,
+    }))
 }
 
 /// Compare-and-set of a game: KEYS state, log, outbox, deadlines, bot-job outbox; ARGV
@@ -173,6 +278,7 @@ pub struct RedisStore {
     conn: ConnectionManager,
     ns: Namespace,
     cas: Arc<redis::Script>,
+    rematch_scripts: Arc<[redis::Script; 3]>,
     deadlines: RedisDeadlines,
 }
 
@@ -186,6 +292,11 @@ impl RedisStore {
             conn,
             ns,
             cas: Arc::new(redis::Script::new(&cas_script())),
+            rematch_scripts: Arc::new([
+                redis::Script::new(OFFER_REMATCH),
+                redis::Script::new(ACCEPT_REMATCH),
+                redis::Script::new(DROP_REMATCH),
+            ]),
         })
     }
 
@@ -201,6 +312,17 @@ impl RedisStore {
     /// The bot-job outbox: a hash of job id → job.
     pub fn bot_outbox_key(&self) -> String {
         format!("{}:bot-outbox", self.ns.prefix())
+    }
+
+    /// A game's rematch offer: a hash (`by`, `state` offered/accepted, `new` game id)
+    /// next to the game's keys (same hash tag).
+    fn rematch_key(&self, game: &GameId) -> String {
+        format!("{}:rematch", self.ns.game_state_key(game))
+    }
+
+    /// The set of games for which a player made or received an offer lately.
+    fn rematch_games_key(&self, player: &str) -> String {
+        format!("{}:rematches:{}", self.ns.prefix(), player)
     }
 }
 
@@ -378,6 +500,71 @@ impl GameStore for RedisStore {
     async fn schedule(&self, game: &GameId, deadline: Option<i64>) -> Result<(), StoreError> {
         Ok(self.deadlines.schedule(game, deadline).await?)
     }
+
+    async fn rematch(&self, game: &GameId) -> Result<Option<RematchOffer>, StoreError> {
+        let mut conn = self.conn.clone();
+        let fields: Vec<Option<String>> = redis::cmd("HMGET")
+            .arg(self.rematch_key(game))
+            .arg("by")
+            .arg("state")
+            .arg("new")
+            .query_async(&mut conn)
+            .await?;
+        offer_of(fields.iter().any(Option::is_some).then_some(fields))
+    }
+
+    async fn offer_rematch(
+        &self,
+        game: &GameId,
+        offer: RematchOffer,
+        players: [&str; 2],
+        ttl: Duration,
+    ) -> Result<Option<RematchOffer>, StoreError> {
+        let mut conn = self.conn.clone();
+        let existing: Option<Vec<Option<String>>> = self.rematch_scripts[0]
+            .key(self.rematch_key(game))
+            .key(self.rematch_games_key(players[0]))
+            .key(self.rematch_games_key(players[1]))
+            .arg(offer.by.name())
+            .arg(offer.new_game.to_string())
+            .arg(ttl.as_millis().max(1) as u64)
+            .arg(game.to_string())
+            .invoke_async(&mut conn)
+            .await?;
+        offer_of(existing)
+    }
+
+    async fn accept_rematch(
+        &self,
+        game: &GameId,
+        by: frontier_rules::Color,
+    ) -> Result<Option<RematchOffer>, StoreError> {
+        let mut conn = self.conn.clone();
+        let offer: Option<Vec<Option<String>>> = self.rematch_scripts[1]
+            .key(self.rematch_key(game))
+            .arg(by.name())
+            .invoke_async(&mut conn)
+            .await?;
+        offer_of(offer)
+    }
+
+    async fn drop_rematch(&self, game: &GameId) -> Result<Option<RematchOffer>, StoreError> {
+        let mut conn = self.conn.clone();
+        let offer: Option<Vec<Option<String>>> = self.rematch_scripts[2]
+            .key(self.rematch_key(game))
+            .invoke_async(&mut conn)
+            .await?;
+        offer_of(offer)
+    }
+
+    async fn rematch_games(&self, player: &str) -> Result<Vec<GameId>, StoreError> {
+        let mut conn = self.conn.clone();
+        let ids: Vec<String> = redis::cmd("SMEMBERS")
+            .arg(self.rematch_games_key(player))
+            .query_async(&mut conn)
+            .await?;
+        Ok(ids.into_iter().filter_map(|s| s.parse().ok()).collect())
+    }
 }
 
 #[derive(Default)]
@@ -394,6 +581,8 @@ struct MemoryInner {
     outbox: Vec<GameId>,
     bot_outbox: Vec<OutboxJob>,
     presence: HashMap<(GameId, frontier_rules::Color), i64>,
+    rematches: HashMap<GameId, RematchOffer>,
+    rematch_games: HashMap<String, Vec<GameId>>,
 }
 
 /// Games in memory, with the same compare-and-set semantics (expiry is not modelled).
@@ -534,6 +723,64 @@ impl GameStore for MemoryStore {
     async fn schedule(&self, game: &GameId, deadline: Option<i64>) -> Result<(), StoreError> {
         self.deadlines.schedule(game, deadline);
         Ok(())
+    }
+
+    async fn rematch(&self, game: &GameId) -> Result<Option<RematchOffer>, StoreError> {
+        Ok(self.lock().rematches.get(game).copied())
+    }
+
+    async fn offer_rematch(
+        &self,
+        game: &GameId,
+        offer: RematchOffer,
+        players: [&str; 2],
+        _ttl: Duration,
+    ) -> Result<Option<RematchOffer>, StoreError> {
+        let mut inner = self.lock();
+        if let Some(existing) = inner.rematches.get(game) {
+            return Ok(Some(*existing));
+        }
+        inner.rematches.insert(*game, offer);
+        for player in players {
+            let games = inner.rematch_games.entry(player.to_owned()).or_default();
+            if !games.contains(game) {
+                games.push(*game);
+            }
+        }
+        Ok(None)
+    }
+
+    async fn accept_rematch(
+        &self,
+        game: &GameId,
+        by: frontier_rules::Color,
+    ) -> Result<Option<RematchOffer>, StoreError> {
+        let mut inner = self.lock();
+        Ok(match inner.rematches.get_mut(game) {
+            Some(offer) if offer.accepted => Some(*offer),
+            Some(offer) if offer.by == by => {
+                offer.accepted = true;
+                Some(*offer)
+            }
+            _ => None,
+        })
+    }
+
+    async fn drop_rematch(&self, game: &GameId) -> Result<Option<RematchOffer>, StoreError> {
+        let mut inner = self.lock();
+        match inner.rematches.get(game) {
+            Some(offer) if !offer.accepted => Ok(inner.rematches.remove(game)),
+            _ => Ok(None),
+        }
+    }
+
+    async fn rematch_games(&self, player: &str) -> Result<Vec<GameId>, StoreError> {
+        Ok(self
+            .lock()
+            .rematch_games
+            .get(player)
+            .cloned()
+            .unwrap_or_default())
     }
 }
 

@@ -618,3 +618,77 @@ fn tokio_stream_of(
         Some((listener.accept().await.map(|(s, _)| s), listener))
     })
 }
+
+#[tokio::test]
+async fn the_in_memory_store_keeps_rematch_offers_as_redis_does() {
+    use frontier_game_session::rematch::{Lapse, RematchState};
+    let svc = service();
+    let mut notices = svc.bus().subscribe();
+    let (game, white, black) = started(&svc, Variant::Atomic).await;
+    svc.act(&game, &white.id, "", None, &Action::Resign)
+        .await
+        .expect("resigns");
+    assert_eq!(
+        svc.offer_rematch(&game, &black.id).await.expect("offered"),
+        RematchState::Offered(Color::Black)
+    );
+    assert_eq!(
+        code_of(
+            svc.offer_rematch(&game, &black.id)
+                .await
+                .expect_err("refused")
+        ),
+        ErrorCode::RematchAlreadyOffered
+    );
+    assert_eq!(
+        svc.lapse_rematches(&black.id, None, Lapse::Seeking)
+            .await
+            .expect("lapses"),
+        1
+    );
+    assert_eq!(
+        code_of(
+            svc.accept_rematch(&game, &white.id)
+                .await
+                .expect_err("refused")
+        ),
+        ErrorCode::NoRematchOffer
+    );
+    svc.offer_rematch(&game, &black.id)
+        .await
+        .expect("offered again");
+    let RematchState::Started(rematch, color) = svc
+        .accept_rematch(&game, &white.id)
+        .await
+        .expect("accepted")
+    else {
+        panic!("the rematch starts");
+    };
+    assert_eq!(color, Color::Black, "White of the last game plays Black");
+    assert_eq!(
+        svc.accept_rematch(&game, &black.id)
+            .await
+            .expect("answered"),
+        RematchState::Started(rematch, Color::White),
+        "a repeat answers the same rematch"
+    );
+    // The notices went to each player's subject, in order, once each.
+    let ns = Namespace::new("logic").expect("valid");
+    let mut told = Vec::new();
+    while let Ok(m) = notices.try_recv() {
+        if m.subject == ns.player_subject(&white.id) {
+            let frame: ServerMessage = serde_json::from_slice(&m.payload).expect("a frame");
+            told.push(frame);
+        }
+    }
+    let kinds: Vec<&str> = told
+        .iter()
+        .map(|f| match f {
+            ServerMessage::RematchOffered { .. } => "offered",
+            ServerMessage::RematchCancelled { .. } => "cancelled",
+            ServerMessage::RematchStarted { .. } => "started",
+            _ => "other",
+        })
+        .collect();
+    assert_eq!(kinds, ["offered", "cancelled", "offered", "started"]);
+}

@@ -75,6 +75,10 @@ pub struct Config {
     /// in games without clock).
     #[arg(long, env = "FRONTIER_PRESENCE_INTERVAL", default_value = "10s", value_parser = parse_duration)]
     pub presence_interval: Duration,
+    /// How long after a player's last connection closed their standing rematch offers lapse
+    /// (a reconnect within it keeps them).
+    #[arg(long, env = "FRONTIER_REMATCH_GRACE", default_value = "10s", value_parser = parse_duration)]
+    pub rematch_grace: Duration,
     /// How long a new connection may take to authenticate.
     #[arg(long, env = "FRONTIER_WS_AUTH_TIMEOUT", default_value = "10s", value_parser = parse_duration)]
     pub ws_auth_timeout: Duration,

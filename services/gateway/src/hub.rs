@@ -13,7 +13,7 @@ use futures_util::future::BoxFuture;
 use futures_util::stream::BoxStream;
 use tokio::sync::{Mutex, broadcast};
 
-use frontier_platform::names::{ENDED_HEADER, VERSION_HEADER};
+use frontier_platform::names::{ENDED_HEADER, NOTICE_HEADER, VERSION_HEADER};
 
 /// One event frame with its version.
 #[derive(Debug, Clone)]
@@ -57,7 +57,9 @@ pub trait EventSource: Send + Sync + 'static {
     ) -> BoxFuture<'_, Result<BoxStream<'static, Frame>, String>>;
 }
 
-/// Events from NATS; each message's version is in its `Frontier-Version` header.
+/// Events from NATS; each message's version is in its `Frontier-Version` header. A player
+/// notice (the `Frontier-Notice` header: a frame on a player subject) has no version and
+/// counts as version 0; any other message without a version is not an event and is dropped.
 pub struct NatsSource(pub async_nats::Client);
 
 impl EventSource for NatsSource {
@@ -73,11 +75,12 @@ impl EventSource for NatsSource {
             // responders) is a round trip after the SUB, on the same connection.
             server_round_trip(&self.0).await;
             let frames = subscription.filter_map(|msg| async move {
-                let version = msg
-                    .headers
-                    .as_ref()
-                    .and_then(|h| h.get(VERSION_HEADER))
-                    .and_then(|v| v.as_str().parse::<u64>().ok())?;
+                let headers = msg.headers.as_ref();
+                let version = match headers.and_then(|h| h.get(VERSION_HEADER)) {
+                    Some(v) => v.as_str().parse::<u64>().ok()?,
+                    None if headers.is_some_and(|h| h.get(NOTICE_HEADER).is_some()) => 0,
+                    None => return None,
+                };
                 let context = frontier_platform::trace::extract_headers(msg.headers.as_ref());
                 let ended = msg
                     .headers

@@ -46,6 +46,9 @@ pub struct Settings {
     pub outbound_queue: usize,
     /// How often a seated player's presence is reported while it follows its game.
     pub presence_interval: Duration,
+    /// How long after a player's last connection closed their standing rematch offers
+    /// lapse (a reconnect within it keeps them).
+    pub rematch_grace: Duration,
 }
 
 /// What every request handler shares.
@@ -148,6 +151,7 @@ pub async fn build(config: &Config) -> anyhow::Result<Service> {
             auth_timeout: config.ws_auth_timeout,
             outbound_queue: 512,
             presence_interval: config.presence_interval,
+            rematch_grace: config.rematch_grace,
         },
         shutdown,
         connections: tokio_util::task::TaskTracker::new(),

@@ -117,6 +117,15 @@ pub async fn follow_notices(
             crate::hub::server_round_trip(nats).await;
             Some(tokio::spawn(async move {
                 while let Some(message) = subscription.next().await {
+                    if message
+                        .headers
+                        .as_ref()
+                        .is_some_and(|h| h.get(frontier_platform::names::NOTICE_HEADER).is_some())
+                    {
+                        // A client-protocol frame (a rematch notice): the connection's
+                        // notice topic relays those.
+                        continue;
+                    }
                     if !hand_over(&message.payload, &out).await {
                         return;
                     }

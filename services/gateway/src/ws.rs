@@ -90,6 +90,30 @@ struct Connection<A: Accounts> {
     notices: Option<tokio::task::JoinHandle<()>>,
     /// Where the follower hands notices over, until the connection's loop takes it.
     notice_rx: Option<mpsc::Receiver<Matched>>,
+    /// The player's subject (`<ns>.player.<id>`), whose frames (rematch notices) are
+    /// relayed: held while the connection lives.
+    player_topic: Option<Arc<crate::hub::Topic>>,
+    /// Its frames, until the connection's loop takes them.
+    player_frames: Option<broadcast::Receiver<crate::hub::Frame>>,
+}
+
+/// The next frame on the player's subject, or never without one. A receiver that fell
+/// behind skips what it missed (notices are at most once); a closed one stops.
+async fn next_player_frame(
+    rx: &mut Option<broadcast::Receiver<crate::hub::Frame>>,
+) -> crate::hub::Frame {
+    loop {
+        let Some(receiver) = rx else {
+            return std::future::pending().await;
+        };
+        match receiver.recv().await {
+            Ok(frame) => return frame,
+            Err(broadcast::error::RecvError::Lagged(n)) => {
+                tracing::warn!(missed = n, "player notices were missed");
+            }
+            Err(broadcast::error::RecvError::Closed) => *rx = None,
+        }
+    }
 }
 
 /// The next notice, or never without a follower.
@@ -202,6 +226,8 @@ pub async fn serve<A: Accounts>(socket: WebSocket, state: Arc<AppState<A>>, clie
         slots: Vec::new(),
         notices: None,
         notice_rx: None,
+        player_topic: None,
+        player_frames: None,
     };
     if let Err(refused) = state
         .limits
@@ -230,6 +256,7 @@ pub async fn serve<A: Accounts>(socket: WebSocket, state: Arc<AppState<A>>, clie
     lease.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     lease.tick().await;
     let mut notice_rx = None;
+    let mut player_frames = None;
     loop {
         if conn.out.is_closed() {
             break;
@@ -237,8 +264,12 @@ pub async fn serve<A: Accounts>(socket: WebSocket, state: Arc<AppState<A>>, clie
         if notice_rx.is_none() {
             notice_rx = conn.notice_rx.take();
         }
+        if player_frames.is_none() {
+            player_frames = conn.player_frames.take();
+        }
         tokio::select! {
             Some(matched) = next_notice(&mut notice_rx) => conn.on_matched(matched),
+            frame = next_player_frame(&mut player_frames) => conn.on_player_frame(frame),
             _ = state.shutdown.wait() => {
                 conn.close(1001, "server shutting down");
                 break;
@@ -280,6 +311,9 @@ pub async fn serve<A: Accounts>(socket: WebSocket, state: Arc<AppState<A>>, clie
     if let (Some(claims), Some(link)) = (&conn.player, &state.matchmaking) {
         left(&state, link, &claims.sub.to_string()).await;
     }
+    if let Some(claims) = &conn.player {
+        tokio::spawn(lapse_after_grace(state.clone(), claims.sub.to_string()));
+    }
     drop(conn);
     let _ = writer.await;
 }
@@ -300,6 +334,49 @@ async fn left<A: Accounts>(state: &AppState<A>, link: &MatchmakingLink, player: 
     {
         tracing::warn!(%status, "matchmaking did not take the player's leaving");
     }
+}
+
+/// A connection of `player` closed: if after the rematch grace period none of theirs is
+/// open anywhere, their standing rematch offers lapse (`left`). When the count cannot be
+/// told (no shared limits), they are left to their TTL.
+async fn lapse_after_grace<A: Accounts>(state: Arc<AppState<A>>, player: String) {
+    tokio::select! {
+        _ = tokio::time::sleep(state.settings.rematch_grace) => {}
+        _ = state.shutdown.wait() => return,
+    }
+    if state.limits.player_connections(&player).await != Some(0) {
+        return;
+    }
+    lapse_rematches(&state, &player, None, pb::LapseReason::Left).await;
+}
+
+/// Lapses `player`'s standing rematch offers (of `game`, or all); a failure is logged (the
+/// offers then end with their TTL).
+async fn lapse_rematches<A: Accounts>(
+    state: &AppState<A>,
+    player: &str,
+    game: Option<&GameId>,
+    reason: pb::LapseReason,
+) {
+    let mut sessions = state.sessions.clone();
+    if let Err(status) = sessions
+        .lapse_rematches(pb::LapseRematchesRequest {
+            player_id: player.to_owned(),
+            game_id: game.map(ToString::to_string).unwrap_or_default(),
+            reason: reason as i32,
+        })
+        .await
+    {
+        tracing::warn!(%status, "rematch offers did not lapse; they end with their TTL");
+    }
+}
+
+/// Which rematch call a client message makes.
+#[derive(Debug, Clone, Copy)]
+enum RematchCall {
+    Offer,
+    Accept,
+    Decline,
 }
 
 impl<A: Accounts> Connection<A> {
@@ -444,6 +521,9 @@ impl<A: Accounts> Connection<A> {
                     return self.close(close::TOO_MANY_CONNECTIONS, "too many connections");
                 }
                 self.slots.push((Slot::Player, player));
+                // Follow the player's notices before saying so: nothing sent to the
+                // player after `authenticated` is missed.
+                self.follow_player(&claims.sub.to_string()).await;
                 self.send(&ServerMessage::Authenticated {
                     id: id.map(str::to_owned),
                     player: PlayerInfo {
@@ -567,6 +647,18 @@ impl<A: Accounts> Connection<A> {
                     .await
             }
             ClientMessage::Seek { pools, .. } => self.seek(player, id, &pools).await,
+            ClientMessage::OfferRematch { game_id, .. } => {
+                self.rematch(&player.id, id, game_id, RematchCall::Offer)
+                    .await
+            }
+            ClientMessage::AcceptRematch { game_id, .. } => {
+                self.rematch(&player.id, id, game_id, RematchCall::Accept)
+                    .await
+            }
+            ClientMessage::DeclineRematch { game_id, .. } => {
+                self.rematch(&player.id, id, game_id, RematchCall::Decline)
+                    .await
+            }
             ClientMessage::CancelSeek { .. } => self.cancel_seek(&player.id, id).await,
             ClientMessage::Status { .. } => self.seek_status(&player.id, id).await,
             ClientMessage::JoinBoard { code, .. } => {
@@ -603,10 +695,13 @@ impl<A: Accounts> Connection<A> {
                 ..
             } => self.follow(&game_id, after_version, id),
             ClientMessage::Close { game_id, .. } => {
-                if let Ok(game) = game_id.parse::<GameId>()
-                    && let Some(task) = self.follows.remove(&game)
-                {
-                    task.abort();
+                if let Ok(game) = game_id.parse::<GameId>() {
+                    if let Some(task) = self.follows.remove(&game) {
+                        task.abort();
+                    }
+                    // Closing a game leaves it: a rematch offer standing there lapses.
+                    lapse_rematches(&self.state, &player.id, Some(&game), pb::LapseReason::Left)
+                        .await;
                 }
                 self.send(&ServerMessage::Closed {
                     id: id.map(str::to_owned),
@@ -751,6 +846,107 @@ impl<A: Accounts> Connection<A> {
         });
     }
 
+    /// Follows the player's subject, whose frames (rematch notices) this connection relays.
+    async fn follow_player(&mut self, player: &str) {
+        match self
+            .state
+            .hub
+            .follow(&self.state.ns.player_subject(player))
+            .await
+        {
+            Ok((topic, rx)) => {
+                self.player_topic = Some(topic);
+                self.player_frames = Some(rx);
+            }
+            Err(e) => tracing::warn!(error = %e, "could not follow the player's notices"),
+        }
+    }
+
+    /// A frame on the player's subject: relayed as it is; a started rematch is opened on
+    /// this connection (unless it follows it already).
+    fn on_player_frame(&mut self, frame: crate::hub::Frame) {
+        let started = match serde_json::from_slice::<ServerMessage>(&frame.json) {
+            Ok(ServerMessage::RematchStarted { new_game_id, .. }) => Some(new_game_id),
+            Ok(_) => None,
+            Err(e) => {
+                tracing::warn!(error = %e, "an unreadable player notice was dropped");
+                return;
+            }
+        };
+        match Utf8Bytes::try_from(frame.json) {
+            Ok(text) => self.push(Message::Text(text)),
+            Err(_) => return,
+        }
+        if let Some(game) = started {
+            self.follow_if_new(&game);
+        }
+    }
+
+    /// Follows `game_id` unless this connection follows it already.
+    fn follow_if_new(&mut self, game_id: &str) {
+        let following = game_id
+            .parse::<GameId>()
+            .ok()
+            .and_then(|g| self.follows.get(&g))
+            .is_some_and(|task| !task.is_finished());
+        if !following {
+            self.follow(game_id, None, None);
+        }
+    }
+
+    /// `offer_rematch`, `accept_rematch`, `decline_rematch`: game-session decides (and tells
+    /// both players on their subjects); this connection gets the answer with its `id`, and
+    /// opens a rematch that started.
+    async fn rematch(
+        &mut self,
+        player: &str,
+        id: Option<&str>,
+        game_id: String,
+        call: RematchCall,
+    ) {
+        if game_id.parse::<GameId>().is_err() {
+            return self.error(id, Some(&game_id), ErrorCode::GameNotFound, "no such game");
+        }
+        let request = pb::RematchRequest {
+            game_id: game_id.clone(),
+            player_id: player.to_owned(),
+        };
+        let mut sessions = self.state.sessions.clone();
+        let answer = match call {
+            RematchCall::Offer => sessions.offer_rematch(request).await,
+            RematchCall::Accept => sessions.accept_rematch(request).await,
+            RematchCall::Decline => sessions.decline_rematch(request).await,
+        };
+        let r = match answer {
+            Ok(r) => r.into_inner(),
+            Err(status) => return self.refused(id, Some(&game_id), status.into()),
+        };
+        let id = id.map(str::to_owned);
+        if !r.new_game_id.is_empty() {
+            let new_game_id = r.new_game_id;
+            self.send(&ServerMessage::RematchStarted {
+                id,
+                game_id,
+                new_game_id: new_game_id.clone(),
+                color: seat_name(r.seat).to_owned(),
+            });
+            self.follow_if_new(&new_game_id);
+        } else if !r.cancelled.is_empty() {
+            self.send(&ServerMessage::RematchCancelled {
+                id,
+                game_id,
+                by: seat_name(r.seat).to_owned(),
+                reason: r.cancelled,
+            });
+        } else {
+            self.send(&ServerMessage::RematchOffered {
+                id,
+                game_id,
+                by: seat_name(r.offered_by).to_owned(),
+            });
+        }
+    }
+
     /// A `matched` notice: told to the client, and the game opened on this connection.
     fn on_matched(&mut self, matched: Matched) {
         let game_id = matched.game_id.clone();
@@ -781,6 +977,7 @@ impl<A: Accounts> Connection<A> {
             return;
         };
         let mut client = link.client;
+        let player_id = player.id.clone();
         match client
             .seek(mm::SeekRequest {
                 player: Some(player),
@@ -790,6 +987,8 @@ impl<A: Accounts> Connection<A> {
         {
             Ok(r) => {
                 let r = r.into_inner();
+                // Going to quick match: the player's standing rematch offers lapse.
+                lapse_rematches(&self.state, &player_id, None, pb::LapseReason::Seeking).await;
                 self.send(&ServerMessage::Seeking {
                     id: id.map(str::to_owned),
                     pools: r.pools.iter().filter_map(|k| pool_from_key(k)).collect(),

@@ -91,6 +91,26 @@ impl Platform {
         .await
     }
 
+    /// As [`Platform::start_matchmade`], with gateway flags that replace the harness's own
+    /// (see [`Platform::start_with`]).
+    pub async fn start_matchmade_with(
+        gateways: usize,
+        sessions: usize,
+        matchmakers: usize,
+        matchmaking_flags: &[&str],
+        gateway_flags: &[(&str, &str)],
+    ) -> anyhow::Result<Platform> {
+        Platform::start_inner(
+            gateways,
+            sessions,
+            None,
+            &[],
+            gateway_flags,
+            (matchmakers, matchmaking_flags),
+        )
+        .await
+    }
+
     /// As [`Platform::start`], with extra flags for every game-session, and gateway flags
     /// (`("--login-limit", "3/1s")`, …) that replace the harness's own. The harness raises every abuse limit far above what a
     /// test does, so only a test that sets a limit meets it.

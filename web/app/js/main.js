@@ -33,6 +33,8 @@ const app = {
   conn: null,
   status: 'offline',
   games: new Map(),
+  // Finished game id → the latest `rematch_offered` / `rematch_cancelled` frame about it.
+  rematches: new Map(),
   // Game id → {code, invite} of boards this client created and that still wait.
   boards: new Map(),
   clockOffset: null,
@@ -201,6 +203,16 @@ function onFrame(frame) {
       break;
     case 'game_created':
       if (frame.game_id) location.hash = `#/game/${frame.game_id}`;
+      break;
+    case 'rematch_offered':
+    case 'rematch_cancelled':
+      // The state of a finished game's rematch offer (answers and notices alike).
+      app.rematches.set(frame.game_id, frame);
+      if (currentGameId() === frame.game_id) renderGame();
+      break;
+    case 'rematch_started':
+      app.rematches.delete(frame.game_id);
+      if (currentGameId() === frame.game_id) location.hash = `#/game/${frame.new_game_id}`;
       break;
     case 'seeking':
       // A replacing seek keeps no wait: the server counts from the new one.
@@ -656,6 +668,7 @@ function renderGame() {
           ${captured.length ? captured.map((c) => `<span class="cid" data-square="${esc(c.square)}" data-role="${esc(c.role)}">${pieceIcon(opp, ROLE_LETTER[c.role], 22)} ${esc(c.square)} <span class="sr">${roleName(ROLE_LETTER[c.role])}</span></span>`).join(' ') : `<small>${t('none')}</small>`}</div>
         <div class="unaccounted"><h3>${t('unaccountedMine')}</h3>${countList(myUnaccounted, mine)}<h3>${t('unaccountedTheirs')}</h3>${countList(oppUnaccounted, opp)}</div>` : ''}
       ${g.variant === 'hidden' && g.commitment ? `<p class="commitment"><small>${t('commitment')}: <code>${esc(g.commitment.slice(0, 16))}…</code></small></p>` : ''}
+      ${g.status === 'finished' && app.dismissed === g.id ? rematchPart(g) : ''}
       <p><a href="#/">${t('backToLobby')}</a></p>
     </aside>
     ${g.pendingPromotion && myTurn ? promotionDialog(g) : ''}
@@ -724,6 +737,12 @@ function bindGame(g) {
       $('#promotion')?.remove();
     };
   }
+  for (const b of document.querySelectorAll('[data-rematch]')) {
+    b.onclick = async () => {
+      const answer = await app.conn.send({ type: b.dataset.rematch, game_id: g.id });
+      if (answer.type === 'error') setNotice(errorText(answer));
+    };
+  }
   const close = $('#close-result');
   if (close) close.onclick = () => {
     app.dismissed = g.id;
@@ -783,6 +802,23 @@ function promotionDialog(g, local = false) {
     <div class="row">${['q', 'r', 'b', 'n'].map((r) => `<button type="button" data-promote="${r}" aria-label="${roleName(r)}">${pieceIcon(color, r, 48)}</button>`).join('')}</div></div></div>`;
 }
 
+/** The rematch part of the result dialog: only for the players of a game between people. */
+function rematchPart(g) {
+  const mine = myColor(g);
+  if (!mine || (g.white && g.white.bot) || (g.black && g.black.bot)) return '';
+  const r = app.rematches.get(g.id);
+  let body;
+  if (r && r.type === 'rematch_offered' && r.by === mine) {
+    body = `<span role="status">${t('rematchOffered')}</span> <button type="button" data-rematch="decline_rematch">${t('rematchWithdraw')}</button>`;
+  } else if (r && r.type === 'rematch_offered') {
+    body = `<span role="status">${t('rematchIncoming')}</span> <button type="button" class="primary" data-rematch="accept_rematch">${t('rematchAccept')}</button> <button type="button" data-rematch="decline_rematch">${t('rematchDecline')}</button>`;
+  } else {
+    const why = r && r.type === 'rematch_cancelled' ? `<span role="status">${t('rematchEnded_' + r.reason)}</span> ` : '';
+    body = `${why}<button type="button" data-rematch="offer_rematch">${t('rematch')}</button>`;
+  }
+  return `<p class="row rematch" id="rematch">${body}</p>`;
+}
+
 function resultDialog(g) {
   let layout = '';
   if (g.shuffle) {
@@ -795,7 +831,7 @@ function resultDialog(g) {
       <p><button type="button" id="verify">${t('verifyShuffle')}</button> <span id="verify-result" role="status" class="${app.verified?.id === g.id ? (app.verified.ok ? 'ok' : 'error') : ''}">${app.verified?.id === g.id ? t(app.verified.ok ? 'shuffleVerified' : 'shuffleMismatch') : ''}</span></p>`;
   }
   return `<div class="dialog result" id="result" role="dialog" aria-modal="true" aria-labelledby="result-title">
-    <div class="card"><h2 id="result-title">${esc(outcomeText(g.outcome))}</h2>${layout}
+    <div class="card"><h2 id="result-title">${esc(outcomeText(g.outcome))}</h2>${layout}${rematchPart(g)}
     <p class="row"><a href="#/record/${g.id}">${t('viewRecord')}</a> <a href="#/">${t('backToLobby')}</a> <button type="button" id="close-result">${t('close')}</button></p></div></div>`;
 }
 
