@@ -16,7 +16,7 @@ fi
 DOCKER_BUILDKIT=1 docker build -f deploy/docker/Dockerfile -t "$IMAGE" .
 run() { docker run --rm --read-only --cap-drop ALL --security-opt no-new-privileges "$@"; }
 run "$IMAGE" --help >/dev/null
-for service in gateway game-session clock rating; do
+for service in gateway game-session clock rating bot-worker matchmaking; do
   run "$IMAGE" "$service" --help >/dev/null
 done
 echo "image: $IMAGE: every service answers --help"
