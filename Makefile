@@ -12,7 +12,8 @@
 #                node checks (move generator perft, translations); part of make test
 #   make deploy-check  the Helm chart, k8s/ and values schema, validated offline
 #   make k8s     regenerates k8s/ from the Helm chart
-#   make scaling-check  the bot-job queue's lag as KEDA reads it, on a throwaway NATS
+#   make scaling-check  the bot-job queue's lag as KEDA reads it, on a throwaway NATS, while
+#                real bot-workers play real bot jobs
 #   make image   the container image (where a Docker daemon runs)
 
 CARGO ?= cargo
@@ -78,10 +79,12 @@ deploy-check:
 k8s:
 	$(DEPLOY_PY) deploy/check/deploy.py k8s
 
-# The signal KEDA scales bot-workers on, read from a throwaway NATS's /jsz.
-# WORKER='frontier bot-worker …' runs the real worker instead of the stand-in.
+# The signal KEDA scales bot-workers on, read from a throwaway NATS's /jsz while real
+# bot-workers play real bot jobs (a real game-session on Redis: test-services.sh). The
+# binary is browser-test's build (no test hook is set here).
 scaling-check:
-	$(DEPLOY_PY) deploy/check/scaling_signal.py $(if $(WORKER),--worker-cmd '$(WORKER)')
+	$(CARGO) build -p frontier --bin frontier --features test-hooks
+	scripts/test-services.sh $(DEPLOY_PY) deploy/check/scaling_signal.py --frontier "$(FRONTIER_BIN)"
 
 # The image, where a Docker daemon answers; then each service's --help and a /healthz.
 image:
