@@ -176,6 +176,8 @@ class Run:
         self.processes: list[Process] = []
         self.workers: list[tuple[Process, str]] = []  # (process, its admin address)
         self.stream = bot_jobs_stream(args.namespace)
+        self.t0 = time.monotonic()
+        self.samples: list[tuple[float, int, int]] = []  # (seconds, lag, workers)
 
     def env(self, admin: str, **extra: str) -> dict:
         a = self.args
@@ -214,6 +216,7 @@ class Run:
                  f"({reading['lag']}) instead")
         for p in self.processes:
             self.died(p)
+        self.samples.append((time.monotonic() - self.t0, reading["lag"], len(self.workers)))
         return reading
 
     def until(self, what: str, condition) -> dict:
@@ -277,11 +280,20 @@ class Run:
         print(f"scaling-check: one worker: lag {high['lag']} (pending {high['pending']}, "
               f"unacknowledged {high['ack_pending']}) > {threshold}: KEDA asks for {desired(high['lag'])} workers")
         self.start_worker()
+        self.t0 = time.monotonic()
+        self.samples.clear()
         end = self.until("lag 0 and the work queue empty", lambda r: r["lag"] == 0 and r["messages"] == 0)
         print(f"scaling-check: two workers: lag {end['lag']}, {end['messages']} jobs left in the work queue; "
               f"not above activation ({a.activation_threshold}): KEDA scales back to the minimum")
         if end["lag"] > a.activation_threshold:
             fail("lag still above the activation threshold")
+        # The lag as KEDA would have seen it, about once a second, after the second worker came.
+        shown, next_at = [], 0.0
+        for t, lag, _ in self.samples:
+            if t >= next_at or lag == 0:
+                shown.append(f"{t:.0f}s:{lag}")
+                next_at = t + 1
+        print(f"scaling-check: the lag with two workers: {' '.join(shown)}")
 
         # The jobs were real: every game has the computer's move, made by the two workers.
         behind = []
