@@ -15,6 +15,7 @@
 #   make scaling-check  the bot-job queue's lag as KEDA reads it, on a throwaway NATS, while
 #                real bot-workers play real bot jobs
 #   make image   the container image (where a Docker daemon runs)
+#   make image-offline  the same where no image registry is reachable (local base images)
 
 CARGO ?= cargo
 FUZZ_SECONDS ?= 60
@@ -24,7 +25,7 @@ PERFT := $(CARGO) run --quiet --release -p frontier-rules --bin perft --
 IMAGE ?= frontier:dev
 DEPLOY_PY := scripts/deploy-python.sh
 
-.PHONY: all build test lint fmt perft bench ladder fuzz run dev clean deploy-check k8s scaling-check image browser-test
+.PHONY: all build test lint fmt perft bench ladder fuzz run dev clean deploy-check k8s scaling-check image image-offline browser-test
 
 all: build
 
@@ -86,9 +87,17 @@ scaling-check:
 	$(CARGO) build -p frontier --bin frontier --features test-hooks
 	scripts/test-services.sh $(DEPLOY_PY) deploy/check/scaling_signal.py --frontier "$(FRONTIER_BIN)"
 
-# The image, where a Docker daemon answers; then each service's --help and a /healthz.
+# The image, where a Docker daemon answers; then each service's --help, and each started
+# from it serving /healthz and /readyz.
 image:
 	scripts/build-image.sh $(IMAGE)
+
+# The same Dockerfile where Docker runs but no image registry answers (the project's
+# machines): the base images made from Debian's packages and this machine's Rust
+# toolchain, the crates vendored (deploy/README.md). DOCKER=/usr/bin/docker where the
+# default client lacks BuildKit.
+image-offline:
+	scripts/image-offline.sh $(IMAGE)
 
 perft:
 	$(PERFT) --variant standard --epd $(DATA)/standard-deep.perft
