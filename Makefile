@@ -12,8 +12,10 @@
 #                node checks (move generator perft, translations); part of make test
 #   make deploy-check  the Helm chart, k8s/ and values schema, validated offline
 #   make k8s     regenerates k8s/ from the Helm chart
-#   make scaling-check  the bot-job queue's lag as KEDA reads it, on a throwaway NATS
+#   make scaling-check  the bot-job queue's lag as KEDA reads it, on a throwaway NATS, while
+#                real bot-workers play real bot jobs
 #   make image   the container image (where a Docker daemon runs)
+#   make image-offline  the same where no image registry is reachable (local base images)
 
 CARGO ?= cargo
 FUZZ_SECONDS ?= 60
@@ -23,7 +25,7 @@ PERFT := $(CARGO) run --quiet --release -p frontier-rules --bin perft --
 IMAGE ?= frontier:dev
 DEPLOY_PY := scripts/deploy-python.sh
 
-.PHONY: all build test lint fmt perft bench ladder fuzz run dev clean deploy-check k8s scaling-check image browser-test
+.PHONY: all build test lint fmt perft bench ladder fuzz run dev clean deploy-check k8s scaling-check image image-offline browser-test
 
 all: build
 
@@ -78,14 +80,24 @@ deploy-check:
 k8s:
 	$(DEPLOY_PY) deploy/check/deploy.py k8s
 
-# The signal KEDA scales bot-workers on, read from a throwaway NATS's /jsz.
-# WORKER='frontier bot-worker …' runs the real worker instead of the stand-in.
+# The signal KEDA scales bot-workers on, read from a throwaway NATS's /jsz while real
+# bot-workers play real bot jobs (a real game-session on Redis: test-services.sh). The
+# binary is browser-test's build (no test hook is set here).
 scaling-check:
-	$(DEPLOY_PY) deploy/check/scaling_signal.py $(if $(WORKER),--worker-cmd '$(WORKER)')
+	$(CARGO) build -p frontier --bin frontier --features test-hooks
+	scripts/test-services.sh $(DEPLOY_PY) deploy/check/scaling_signal.py --frontier "$(FRONTIER_BIN)"
 
-# The image, where a Docker daemon answers; then each service's --help and a /healthz.
+# The image, where a Docker daemon answers; then each service's --help, and each started
+# from it serving /healthz and /readyz.
 image:
 	scripts/build-image.sh $(IMAGE)
+
+# The same Dockerfile where Docker runs but no image registry answers (the project's
+# machines): the base images made from Debian's packages and this machine's Rust
+# toolchain, the crates vendored (deploy/README.md). DOCKER=/usr/bin/docker where the
+# default client lacks BuildKit.
+image-offline:
+	scripts/image-offline.sh $(IMAGE)
 
 perft:
 	$(PERFT) --variant standard --epd $(DATA)/standard-deep.perft

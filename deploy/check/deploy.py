@@ -40,6 +40,23 @@ K8S_NAMESPACE = "frontier"
 # The chart's kubeVersion floor, and the newest schemas kubernetes-validate ships.
 KUBE_VERSIONS = ["1.30.0"]
 SERVICES = ["gateway", "game-session", "clock", "rating", "bot-worker", "matchmaking"]
+# The Secret's keys each service is given, as the variables its `frontier <service> --help`
+# reads (services/*/src/config.rs, libs/platform/src/config.rs): exactly these, no more.
+SERVICE_SECRETS = {
+    "gateway": {"FRONTIER_JWT_SECRET", "FRONTIER_DATABASE_URL", "FRONTIER_REDIS_URL", "FRONTIER_NATS_URL"},
+    "game-session": {"FRONTIER_REDIS_URL", "FRONTIER_NATS_URL"},
+    "clock": {"FRONTIER_REDIS_URL"},
+    "rating": {"FRONTIER_DATABASE_URL", "FRONTIER_NATS_URL"},
+    "bot-worker": {"FRONTIER_NATS_URL"},
+    "matchmaking": {"FRONTIER_REDIS_URL", "FRONTIER_NATS_URL"},
+}
+# The gRPC services other services call, by the ConfigMap variable that gives their URL
+# and the one that gives their listen address.
+GRPC_URLS = {
+    "game-session": ("FRONTIER_GAME_SESSION_URLS", "FRONTIER_GAME_SESSION_LISTEN"),
+    "rating": ("FRONTIER_RATING_URL", "FRONTIER_RATING_LISTEN"),
+    "matchmaking": ("FRONTIER_MATCHMAKING_URL", "FRONTIER_MATCHMAKING_LISTEN"),
+}
 DATA_SERVICES = ["redis", "nats", "postgres"]
 
 
@@ -290,6 +307,10 @@ def assert_invariants(c: Checks, label: str, values: dict, objects: list[dict]) 
                     f"{name}: the JWT secret goes to the gateway alone")
             c.check(("FRONTIER_DATABASE_URL" in env) == (component(obj) in ("gateway", "rating")),
                     f"{name}: the database URL goes to the gateway and rating alone")
+            from_secret = {e["name"] for e in ctr.get("env", []) if "secretKeyRef" in e.get("valueFrom", {})}
+            want = SERVICE_SECRETS[component(obj)]
+            c.check(from_secret == want, f"{name}: given the secrets {sorted(from_secret)}, "
+                    f"exactly what it reads ({sorted(want)})")
 
     # Which services exist, each with a PodDisruptionBudget.
     expected = ["gateway", "game-session", "clock", "rating"]
@@ -300,6 +321,23 @@ def assert_invariants(c: Checks, label: str, values: dict, objects: list[dict]) 
     pdbs = {component(o) for o in objects if o["kind"] == "PodDisruptionBudget"}
     c.check(set(expected) <= pdbs, f"{label}: a PodDisruptionBudget for every service")
 
+    # Each gRPC service a running service calls: its URL in the ConfigMap names its Service
+    # and port, which leads to the port it listens on; none for a service switched off.
+    services = {o["metadata"]["name"]: o for o in objects if o["kind"] == "Service"}
+    for comp, (url_var, listen_var) in GRPC_URLS.items():
+        if comp not in expected:
+            c.check(url_var not in config, f"{label}: no {url_var} while {comp} is off")
+            continue
+        m = re.fullmatch(r"http://([a-z0-9.-]+):(\d+)", config.get(url_var, ""))
+        svc = services.get(m.group(1)) if m else None
+        port = next((p for p in svc["spec"]["ports"] if p["port"] == int(m.group(2))), None) if svc else None
+        dep = by_key.get(("Deployment", f"{RELEASE}-{comp}"))
+        ctr_ports = {p["name"]: p["containerPort"] for p in dep["spec"]["template"]["spec"]["containers"][0]["ports"]} if dep else {}
+        listen = config.get(listen_var, "")
+        c.check(port is not None and svc["spec"]["selector"].get("app.kubernetes.io/component") == comp
+                and port.get("appProtocol") == "grpc" and ctr_ports.get(port["targetPort"]) == int(listen.rpartition(":")[2] or 0),
+                f"{label}: {url_var}={config.get(url_var)!r} reaches {comp}'s gRPC port ({listen_var}={listen!r})")
+
     # HPAs on CPU for gateway, game-session, matchmaking (as configured).
     hpas = {o["spec"]["scaleTargetRef"]["name"]: o for o in objects if o["kind"] == "HorizontalPodAutoscaler"}
     for comp, vals in [("gateway", "gateway"), ("game-session", "gameSession"), ("matchmaking", "matchmaking")]:
@@ -307,8 +345,8 @@ def assert_invariants(c: Checks, label: str, values: dict, objects: list[dict]) 
             hpa = hpas.get(f"{RELEASE}-{comp}")
             c.check(hpa is not None and hpa["spec"]["metrics"][0]["resource"]["name"] == "cpu",
                     f"{label}: a CPU HPA for {comp}")
-            dep = by_key[("Deployment", f"{RELEASE}-{comp}")]
-            c.check("replicas" not in dep["spec"], f"{label}: {comp}'s replica count is left to its HPA")
+            dep = by_key.get(("Deployment", f"{RELEASE}-{comp}"))
+            c.check(dep is not None and "replicas" not in dep["spec"], f"{label}: {comp}'s replica count is left to its HPA")
 
     # Bot-workers: a KEDA ScaledObject on the real stream and consumer, or an HPA without KEDA.
     if merged["botWorker"]["enabled"]:
@@ -350,7 +388,7 @@ def assert_invariants(c: Checks, label: str, values: dict, objects: list[dict]) 
                 and "ingress" not in deny["spec"], f"{label}: a default-deny ingress policy over the release")
         bot = ["bot-worker"] if merged["botWorker"]["enabled"] else []
         mm = ["matchmaking"] if merged["matchmaking"]["enabled"] else []
-        callers = {"game-session": ["gateway", "clock"] + bot + mm, "rating": ["gateway"]}
+        callers = {"game-session": ["gateway", "clock"] + bot + mm, "rating": ["gateway"] + mm}
         if mm:
             callers["matchmaking"] = ["gateway"]
         if merged["dev"]["enabled"]:
@@ -366,6 +404,12 @@ def assert_invariants(c: Checks, label: str, values: dict, objects: list[dict]) 
                              for e in peer.get("podSelector", {}).get("matchExpressions", []) for v in e["values"])
             c.check(allowed == sorted(who) and all(r.get("from") for r in rules),
                     f"{label}: {target} reachable only from {sorted(who)} (policy allows {allowed})")
+            dep = by_key.get(("Deployment", f"{RELEASE}-{target}"))
+            if dep is not None:  # a service: the policy opens the port it listens on
+                named = {p["name"]: p["containerPort"] for p in dep["spec"]["template"]["spec"]["containers"][0]["ports"]}
+                opened = sorted(p["port"] for r in rules for p in r.get("ports", []))
+                c.check(opened == [named.get("grpc")], f"{label}: the {target} policy opens its gRPC port "
+                        f"{named.get('grpc')} (opens {opened})")
         gw = policies.get(f"{RELEASE}-gateway")
         c.check(gw is not None and [p["port"] for r in gw["spec"]["ingress"] for p in r["ports"]] == [merged["gateway"]["port"]],
                 f"{label}: the gateway policy opens its port alone")
@@ -396,6 +440,17 @@ def check_the_checks(c: Checks) -> None:
         "game-session open to rating": lambda o: first(o, "NetworkPolicy", f"{RELEASE}-game-session")["spec"]["ingress"][0]
             ["from"][0]["podSelector"]["matchExpressions"][0]["values"].append("rating"),
         "no default-deny policy": lambda o: o.remove(first(o, "NetworkPolicy", f"{RELEASE}-default-deny")),
+        "rating closed to matchmaking": lambda o: first(o, "NetworkPolicy", f"{RELEASE}-rating")["spec"]["ingress"][0]
+            ["from"][0]["podSelector"]["matchExpressions"][0]["values"].remove("matchmaking"),
+        "the matchmaking policy on another port": lambda o: first(o, "NetworkPolicy", f"{RELEASE}-matchmaking")["spec"]
+            ["ingress"][0]["ports"][0].update(port=50055),
+        "matchmaking without its Redis URL": lambda o: first(o, "Deployment", f"{RELEASE}-matchmaking")["spec"]["template"]
+            ["spec"]["containers"][0]["env"].pop(0),
+        "the gateway given a wrong matchmaking URL": lambda o: first(o, "ConfigMap", RELEASE)["data"]
+            .update(FRONTIER_MATCHMAKING_URL=f"http://{RELEASE}-rating:50053"),
+        "no HPA for matchmaking": lambda o: o.remove(first(o, "HorizontalPodAutoscaler", f"{RELEASE}-matchmaking")),
+        "no PodDisruptionBudget for matchmaking": lambda o: o.remove(first(o, "PodDisruptionBudget", f"{RELEASE}-matchmaking")),
+        "no matchmaking Deployment": lambda o: o.remove(first(o, "Deployment", f"{RELEASE}-matchmaking")),
         "the JWT secret given to rating": lambda o: first(o, "Deployment", f"{RELEASE}-rating")["spec"]["template"]["spec"]
             ["containers"][0]["env"].append({"name": "FRONTIER_JWT_SECRET", "value": "x"}),
     }
@@ -448,8 +503,8 @@ def check() -> int:
     variants = [
         ("default values", {}),
         ("production.yaml", load_values("production.yaml")),
-        ("production.yaml + matchmaking, no KEDA", load_values("production.yaml", extra={
-            "matchmaking": {"enabled": True}, "keda": {"enabled": False}})),
+        ("production.yaml without matchmaking and KEDA", load_values("production.yaml", extra={
+            "matchmaking": {"enabled": False}, "keda": {"enabled": False}})),
         ("production.yaml, platform namespace chess-eu-1", load_values("production.yaml", extra={
             "platform": {"namespace": "chess-eu-1"}})),
         ("dev mode", load_values("k8s-common.yaml", "k8s-dev.yaml")),
@@ -461,6 +516,10 @@ def check() -> int:
         errors = [m for m in report["messages"] if m["severity"] >= 2 and "icon is recommended" not in m["error"]]
         c.check(not errors and not report["errors"], f"{label}: helm lint --strict: {errors or report['errors']}")
         objects = render(values)
+        if not values:
+            # The defaults run every service, quick match and the computer player included.
+            running = sorted(o["metadata"]["labels"]["app.kubernetes.io/component"] for o in objects if o["kind"] == "Deployment")
+            c.check(running == sorted(SERVICES), f"{label}: every service runs by default ({running})")
         validate_schemas(c, label, objects)
         assert_invariants(c, label, values, objects)
     print("deploy-check: the checks catch what they are for")

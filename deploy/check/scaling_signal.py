@@ -1,38 +1,42 @@
 #!/usr/bin/env python3
-"""The signal KEDA scales bot-workers on, measured the way KEDA reads it.
+"""The signal KEDA scales bot-workers on, measured the way KEDA reads it, with the real
+bot-worker playing real bot jobs.
 
 Starts a throwaway NATS with JetStream and its monitoring port (or uses --nats-url and
---monitoring), creates the bot-job work queue `<NS>_BOT_JOBS` and the durable consumer
-`bot-workers` as the services do (libs/platform: names.rs, streams.rs), then:
+--monitoring), a real `frontier game-session` on it and on Redis (--redis-url, or
+FRONTIER_TEST_REDIS_URL as scripts/test-services.sh provides), and one real
+`frontier bot-worker` (FRONTIER_BOT_CONCURRENCY=1: one job at a time, as a one-core pod),
+which makes the durable consumer `bot-workers` on the work queue `<NS>_BOT_JOBS` itself.
+Then:
 
-  1. one worker drains while jobs arrive faster than it can take them: the lag KEDA reads
+  1. many games against the computer are opened at once through game-session's
+     `PlayComputer` rpc, the computer White, so each owes a move at once: game-session
+     enqueues one real bot job per game (through its Redis outbox). They arrive far faster
+     than one worker thinks (each decision is the level's real search): the lag KEDA reads
      (the consumer's num_pending + num_ack_pending in /jsz) must rise above the threshold;
-  2. a second worker starts (what KEDA would do) while jobs keep arriving at the same rate:
-     the backlog must drain (no job waiting, the lag no more than the threshold: only the
-     jobs in the workers' hands);
-  3. the arrivals stop: the lag returns to 0, every job acknowledged and gone from the
-     work queue.
+  2. a second worker starts (what KEDA would do, asking for ceil(lag / lagThreshold)):
+     the lag must return to 0, the work queue empty;
+  3. every game has the computer's move (its version moved past creation, read back with
+     `GetView`), each worker's /metrics counts the moves it made, the second worker made
+     some, and together they made one per game.
 
 The lag is read from `/jsz?acc=<account>&consumers=true&config=true`, KEDA's own request
 (pkg/scalers/nats_jetstream_scaler.go), and looked up as KEDA does: account, then stream,
 then consumer by name. KEDA silently falls back to the stream's last sequence when the
 consumer is not found; here that fails the check.
 
-The worker is a parameter: --worker-cmd 'frontier bot-worker' runs the real one (given
-FRONTIER_NATS_URL, FRONTIER_NAMESPACE, FRONTIER_GAME_SESSION_URL and FRONTIER_ADMIN_LISTEN
-in its environment); without it a stand-in (this script with --stand-in-worker) takes one
-job at a time and spends --work-ms on each. The rates must suit the worker: the arrival
-rate must be above one worker's speed and below two workers'.
+gRPC comes from `grpcio`, the messages from the repository's proto/ compiled at run time
+with `grpcio-tools` (deploy/check/requirements.txt). Every wait polls a condition with a
+deadline (--timeout a phase).
 """
 
 from __future__ import annotations
 
 import argparse
-import asyncio
-import json
+import concurrent.futures
 import math
 import os
-import shlex
+import re
 import shutil
 import signal
 import socket
@@ -42,14 +46,30 @@ import tempfile
 import time
 import urllib.request
 import uuid
+import json
 from pathlib import Path
 
-CONSUMER = "bot-workers"  # names.rs: BOT_WORKERS_CONSUMER
+ROOT = Path(__file__).resolve().parents[2]
+PROTO = ROOT / "proto"
+NAMES_RS = ROOT / "libs" / "platform" / "src" / "names.rs"
+
+
+def platform_names() -> tuple[str, str]:
+    """From libs/platform/src/names.rs: the bot-workers consumer and the stream's suffix."""
+    text = NAMES_RS.read_text()
+    consumer = re.search(r'pub const BOT_WORKERS_CONSUMER: &str = "([^"]+)";', text)
+    stream = re.search(r'fn bot_jobs_stream\(&self\) -> String \{\s*format!\(\s*"\{\}(_[A-Z_]+)"', text)
+    if not consumer or not stream:
+        sys.exit("scaling-check: cannot find BOT_WORKERS_CONSUMER or bot_jobs_stream in names.rs")
+    return consumer.group(1), stream.group(1)
+
+
+CONSUMER, STREAM_SUFFIX = platform_names()
 
 
 def bot_jobs_stream(namespace: str) -> str:
     """names.rs: Namespace::bot_jobs_stream."""
-    return namespace.upper().replace("-", "_") + "_BOT_JOBS"
+    return namespace.upper().replace("-", "_") + STREAM_SUFFIX
 
 
 def free_port() -> int:
@@ -58,8 +78,33 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def read_lag(monitoring: str, account: str, stream: str, consumer: str) -> dict:
-    """One read of /jsz as KEDA's nats-jetstream scaler makes it."""
+def fail(what: str) -> None:
+    raise SystemExit(f"scaling-check: FAIL: {what}")
+
+
+def poll(what: str, probe, timeout: float, every: float = 0.1):
+    """Calls probe() until it returns something true, at most `timeout` seconds."""
+    deadline = time.monotonic() + timeout
+    while True:
+        got = probe()
+        if got:
+            return got
+        if time.monotonic() > deadline:
+            fail(f"{what} not seen within {timeout:.0f} s")
+        time.sleep(every)
+
+
+def http_ok(url: str) -> bool:
+    try:
+        with urllib.request.urlopen(url, timeout=2) as r:
+            return r.status == 200
+    except OSError:
+        return False
+
+
+def read_lag(monitoring: str, account: str, stream: str, consumer: str) -> dict | None:
+    """One read of /jsz as KEDA's nats-jetstream scaler makes it; None while the stream is
+    not there yet."""
     url = f"http://{monitoring}/jsz?acc={account}&consumers=true&config=true"
     with urllib.request.urlopen(url, timeout=5) as r:
         body = json.load(r)
@@ -76,172 +121,200 @@ def read_lag(monitoring: str, account: str, stream: str, consumer: str) -> dict:
                             "found": True}
             # KEDA's fallback: the stream's last sequence, as if it were the lag.
             return {"lag": st["state"]["last_seq"], "found": False}
-    raise RuntimeError(f"/jsz has no stream {stream} in account {account}")
+    return None
 
 
-async def ensure_queue(js, namespace: str, consumer: bool) -> None:
-    """The stream exactly as platform::streams::ensure_bot_jobs makes it, and (unless the
-    worker makes it) the durable pull consumer the bot-workers share."""
-    from nats.js.api import AckPolicy, ConsumerConfig, RetentionPolicy, StorageType, StreamConfig
+def compile_protos(out: Path):
+    """game_session.proto and game.proto as Python modules (grpcio-tools' protoc)."""
+    from grpc_tools import protoc
+    import grpc_tools
 
-    await js.add_stream(StreamConfig(
-        name=bot_jobs_stream(namespace),
-        subjects=[f"{namespace}.bot.jobs.>"],
-        retention=RetentionPolicy.WORK_QUEUE,
-        storage=StorageType.FILE,
-        max_age=24 * 3600,
-        duplicate_window=120,
-    ))
-    if not consumer:
-        return
-    await js.add_consumer(bot_jobs_stream(namespace), ConsumerConfig(
-        durable_name=CONSUMER, ack_policy=AckPolicy.EXPLICIT, ack_wait=30,
-    ))
+    include = str(Path(grpc_tools.__file__).parent / "_proto")
+    files = ["frontier/games/v1/game.proto", "frontier/gamesession/v1/game_session.proto"]
+    out.mkdir(parents=True, exist_ok=True)
+    code = protoc.main(["protoc", f"-I{PROTO}", f"-I{include}", f"--python_out={out}",
+                        f"--grpc_python_out={out}", *files])
+    if code != 0:
+        fail(f"protoc could not compile {files}")
+    sys.path.insert(0, str(out))
+    from frontier.games.v1 import game_pb2
+    from frontier.gamesession.v1 import game_session_pb2, game_session_pb2_grpc
+    return game_pb2, game_session_pb2, game_session_pb2_grpc
 
 
-def job(namespace: str, n: int) -> tuple[str, bytes, str]:
-    """A job shaped like frontier_protocol::BotJob (a made-up game: the stand-in does not
-    read it)."""
-    game = str(uuid.uuid4())
-    body = {"job": f"{game}:{n}", "game_id": game, "version": n, "player_id": str(uuid.uuid4()),
-            "seat": "black", "level": "easy", "view": {}, "enqueued_at_ms": int(time.time() * 1000)}
-    return f"{namespace}.bot.jobs.standard", json.dumps(body).encode(), body["job"]
+class Process:
+    """A child process whose output goes to a log file (shown when the check fails)."""
 
+    def __init__(self, name: str, cmd: list[str], env: dict, folder: str) -> None:
+        self.name = name
+        self.log_path = Path(folder) / f"{name}.log"
+        self.log = open(self.log_path, "wb")
+        self.proc = subprocess.Popen(cmd, env=env, stdout=self.log, stderr=subprocess.STDOUT)
 
-async def stand_in_worker(nats_url: str, namespace: str, work_ms: int) -> None:
-    """Takes one job at a time, spends work_ms on it, acknowledges it."""
-    import nats
+    def alive(self) -> bool:
+        return self.proc.poll() is None
 
-    nc = await nats.connect(nats_url)
-    js = nc.jetstream()
-    sub = await js.pull_subscribe_bind(CONSUMER, stream=bot_jobs_stream(namespace))
-    stop = asyncio.Event()
-    asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, stop.set)
-    done = 0
-    while not stop.is_set():
-        try:
-            msgs = await sub.fetch(1, timeout=0.5)
-        except asyncio.TimeoutError:
-            continue
-        for msg in msgs:
-            await asyncio.sleep(work_ms / 1000)
-            await msg.ack_sync()
-            done += 1
-    print(f"stand-in worker: {done} jobs done", file=sys.stderr)
-    await nc.close()
+    def stop(self, timeout: float) -> None:
+        if self.alive():
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self.log.close()
+
+    def tail(self, lines: int = 15) -> str:
+        text = self.log_path.read_text(errors="replace").splitlines()
+        return "\n".join(f"  {self.name}| {line}" for line in text[-lines:])
 
 
 class Run:
-    def __init__(self, args: argparse.Namespace) -> None:
+    def __init__(self, args: argparse.Namespace, folder: str) -> None:
         self.args = args
-        self.workers: list[subprocess.Popen] = []
-        self.published = 0
-        self.samples: list[tuple[float, int]] = []
+        self.folder = folder
+        self.processes: list[Process] = []
+        self.workers: list[tuple[Process, str]] = []  # (process, its admin address)
+        self.stream = bot_jobs_stream(args.namespace)
         self.t0 = time.monotonic()
+        self.samples: list[tuple[float, int, int]] = []  # (seconds, lag, workers)
+
+    def env(self, admin: str, **extra: str) -> dict:
+        a = self.args
+        env = {k: v for k, v in os.environ.items() if not k.startswith("FRONTIER_")}
+        env.update(FRONTIER_NATS_URL=a.nats_url, FRONTIER_REDIS_URL=a.redis_url, FRONTIER_NAMESPACE=a.namespace,
+                   FRONTIER_ADMIN_LISTEN=admin, FRONTIER_LOG_JSON="0", FRONTIER_DRAIN_TIMEOUT="5s",
+                   RUST_LOG=os.environ.get("RUST_LOG", "warn"), **extra)
+        return env
+
+    def start(self, name: str, service: str, admin: str, **extra: str) -> Process:
+        p = Process(name, [self.args.frontier, service], self.env(admin, **extra), self.folder)
+        self.processes.append(p)
+        poll(f"{name}'s /readyz", lambda: http_ok(f"http://{admin}/readyz") or self.died(p), self.args.timeout)
+        return p
+
+    def died(self, p: Process) -> bool:
+        if not p.alive():
+            fail(f"{p.name} exited ({p.proc.returncode}):\n{p.tail()}")
+        return False
 
     def start_worker(self) -> None:
-        a = self.args
-        env = dict(os.environ, FRONTIER_NATS_URL=a.nats_url, FRONTIER_NAMESPACE=a.namespace,
-                   FRONTIER_GAME_SESSION_URL=a.game_session_url,
-                   FRONTIER_ADMIN_LISTEN=f"127.0.0.1:{free_port()}")
-        if a.worker_cmd:
-            cmd = shlex.split(a.worker_cmd)
-        else:
-            cmd = [sys.executable, __file__, "--stand-in-worker", "--nats-url", a.nats_url,
-                   "--namespace", a.namespace, "--work-ms", str(a.work_ms)]
-        self.workers.append(subprocess.Popen(cmd, env=env))
-        print(f"scaling-check: worker {len(self.workers)} started: {' '.join(cmd[:3])} …")
+        admin = f"127.0.0.1:{free_port()}"
+        n = len(self.workers) + 1
+        p = self.start(f"bot-worker-{n}", "bot-worker", admin, FRONTIER_GAME_SESSION_URLS=self.game_session_url,
+                       FRONTIER_BOT_CONCURRENCY="1")
+        self.workers.append((p, admin))
+        print(f"scaling-check: bot-worker {n} started (one job at a time)")
 
-    async def publish(self, js, stop: asyncio.Event) -> None:
-        interval = 1 / self.args.rate
-        next_at = time.monotonic()
-        while not stop.is_set():
-            subject, body, msg_id = job(self.args.namespace, self.published + 1)
-            await js.publish(subject, body, headers={"Nats-Msg-Id": msg_id})
-            self.published += 1
-            next_at += interval
-            await asyncio.sleep(max(0.0, next_at - time.monotonic()))
-
-    async def lag(self) -> dict:
+    def lag(self) -> dict:
         a = self.args
-        reading = await asyncio.to_thread(read_lag, a.monitoring, a.account, bot_jobs_stream(a.namespace), CONSUMER)
+        reading = read_lag(a.monitoring, a.account, self.stream, CONSUMER)
+        if reading is None:
+            fail(f"/jsz has no stream {self.stream} in account {a.account}")
         if not reading["found"]:
-            raise SystemExit(f"scaling-check: FAIL: consumer {CONSUMER} not in /jsz: KEDA would read the "
-                             f"stream's last sequence ({reading['lag']}) instead")
-        self.samples.append((time.monotonic() - self.t0, reading["lag"]))
+            fail(f"consumer {CONSUMER} not in /jsz: KEDA would read the stream's last sequence "
+                 f"({reading['lag']}) instead")
+        for p in self.processes:
+            self.died(p)
+        self.samples.append((time.monotonic() - self.t0, reading["lag"], len(self.workers)))
         return reading
 
-    async def consumer_made(self, js, timeout: float) -> None:
-        """Waits for the worker to make its durable consumer."""
-        deadline = time.monotonic() + timeout
-        while True:
-            try:
-                await js.consumer_info(bot_jobs_stream(self.args.namespace), CONSUMER)
-                return
-            except Exception:
-                if time.monotonic() > deadline:
-                    raise SystemExit(f"scaling-check: FAIL: the worker made no consumer {CONSUMER}")
-                await asyncio.sleep(0.1)
-
-    async def until(self, what: str, condition, timeout: float) -> dict:
+    def until(self, what: str, condition) -> dict:
         """Reads the lag every 100 ms (KEDA: every pollingInterval) until condition holds."""
-        deadline = time.monotonic() + timeout
-        while True:
-            reading = await self.lag()
-            if condition(reading):
-                return reading
-            if time.monotonic() > deadline:
-                raise SystemExit(f"scaling-check: FAIL: {what} not seen within {timeout:.0f} s "
-                                 f"(last lag {reading['lag']}, {len(self.workers)} workers)")
-            await asyncio.sleep(0.1)
+        last = {}
 
-    async def main(self) -> None:
-        import nats
+        def probe():
+            last["r"] = self.lag()
+            return last["r"] if condition(last["r"]) else None
+
+        try:
+            return poll(what, probe, self.args.timeout)
+        except SystemExit:
+            fail(f"{what} not seen within {self.args.timeout:.0f} s (last reading {last.get('r')}, "
+                 f"{len(self.workers)} workers)")
+
+    def moves_made(self, admin: str) -> int:
+        """The moves a worker made and acknowledged (its frontier_bot_jobs_total)."""
+        with urllib.request.urlopen(f"http://{admin}/metrics", timeout=5) as r:
+            text = r.read().decode()
+        total = 0
+        for line in text.splitlines():
+            if line.startswith("frontier_bot_jobs_total{") and 'outcome="moved"' in line:
+                total += int(float(line.rsplit(" ", 1)[1]))
+        return total
+
+    def main(self) -> None:
+        import grpc
 
         a = self.args
-        nc = await nats.connect(a.nats_url)
-        js = nc.jetstream()
-        await ensure_queue(js, a.namespace, consumer=not a.worker_makes_consumer)
+        game_pb2, gs_pb2, gs_grpc = compile_protos(Path(self.folder) / "proto")
+        listen = f"127.0.0.1:{free_port()}"
+        self.game_session_url = f"http://{listen}"
+        self.start("game-session", "game-session", f"127.0.0.1:{free_port()}", FRONTIER_GAME_SESSION_LISTEN=listen)
         threshold = a.lag_threshold
         desired = lambda lag: math.ceil(lag / threshold)  # the HPA's average-value target
-        print(f"scaling-check: stream {bot_jobs_stream(a.namespace)}, consumer {CONSUMER}, "
-              f"lagThreshold {threshold}, {a.rate}/s arriving")
-        stop = asyncio.Event()
-        try:
-            self.start_worker()
-            if a.worker_makes_consumer:
-                await self.consumer_made(js, a.timeout)
-            publisher = asyncio.create_task(self.publish(js, stop))
-            high = await self.until(f"lag above {threshold}", lambda r: r["lag"] > threshold, a.timeout)
-            print(f"scaling-check: one worker: lag {high['lag']} (pending {high['pending']}, "
-                  f"unacknowledged {high['ack_pending']}) > {threshold}: KEDA asks for {desired(high['lag'])} workers")
-            self.start_worker()
-            # While jobs still arrive each worker mostly holds one: the backlog (pending)
-            # is what must go, and the lag fall back within one worker's share.
-            low = await self.until("the backlog drained by two workers while jobs arrive",
-                                   lambda r: r["pending"] == 0 and r["lag"] <= threshold, a.timeout)
-            peak = max(lag for _, lag in self.samples)
-            print(f"scaling-check: two workers: backlog gone while jobs still arrive (lag {low['lag']}: "
-                  f"{low['ack_pending']} in the workers' hands; peak {peak}): KEDA asks for {desired(low['lag'])}")
-            stop.set()
-            await publisher
-            end = await self.until("every job acknowledged", lambda r: r["lag"] == 0 and r["messages"] == 0, a.timeout)
-            print(f"scaling-check: arrivals stopped: {self.published} jobs published, lag {end['lag']}, "
-                  f"{end['messages']} left in the work queue; below activation "
-                  f"({a.activation_threshold}): KEDA scales back to the minimum")
-            if end["lag"] > a.activation_threshold:
-                raise SystemExit("scaling-check: FAIL: lag still above the activation threshold")
-        finally:
-            stop.set()
-            for w in self.workers:
-                w.send_signal(signal.SIGTERM)
-            for w in self.workers:
-                try:
-                    w.wait(timeout=a.timeout)
-                except subprocess.TimeoutExpired:
-                    w.kill()
-            await nc.close()
+        print(f"scaling-check: stream {self.stream}, consumer {CONSUMER}, lagThreshold {threshold}, "
+              f"{a.games} games against the computer ({a.level})")
+        self.start_worker()
+        # The worker makes the durable consumer (with its own settings) as it starts pulling.
+        poll(f"the worker's consumer {CONSUMER} in /jsz",
+             lambda: (r := read_lag(a.monitoring, a.account, self.stream, CONSUMER)) is not None and r["found"],
+             a.timeout)
+
+        channel = grpc.insecure_channel(listen)
+        stub = gs_grpc.GameSessionStub(channel)
+        level = getattr(game_pb2, f"BOT_LEVEL_{a.level.upper()}")
+
+        def play_computer(i: int):
+            person = game_pb2.Player(id=str(uuid.uuid4()), name=f"scaling {i}", guest=True)
+            r = stub.PlayComputer(gs_pb2.PlayComputerRequest(
+                player=person, variant=game_pb2.VARIANT_STANDARD, level=level,
+                color=gs_pb2.COLOR_CHOICE_BLACK), timeout=30)
+            return r.game_id, person.id, r.version
+
+        with concurrent.futures.ThreadPoolExecutor(max_workers=8) as pool:
+            games = list(pool.map(play_computer, range(a.games)))
+        print(f"scaling-check: {len(games)} games opened, each owing the computer's first move")
+
+        high = self.until(f"lag above {threshold}", lambda r: r["lag"] > threshold)
+        print(f"scaling-check: one worker: lag {high['lag']} (pending {high['pending']}, "
+              f"unacknowledged {high['ack_pending']}) > {threshold}: KEDA asks for {desired(high['lag'])} workers")
+        self.start_worker()
+        self.t0 = time.monotonic()
+        self.samples.clear()
+        end = self.until("lag 0 and the work queue empty", lambda r: r["lag"] == 0 and r["messages"] == 0)
+        print(f"scaling-check: two workers: lag {end['lag']}, {end['messages']} jobs left in the work queue; "
+              f"not above activation ({a.activation_threshold}): KEDA scales back to the minimum")
+        if end["lag"] > a.activation_threshold:
+            fail("lag still above the activation threshold")
+        # The lag as KEDA would have seen it, about once a second, after the second worker came.
+        shown, next_at = [], 0.0
+        for t, lag, _ in self.samples:
+            if t >= next_at or lag == 0:
+                shown.append(f"{t:.0f}s:{lag}")
+                next_at = t + 1
+        print(f"scaling-check: the lag with two workers: {' '.join(shown)}")
+
+        # The jobs were real: every game has the computer's move, made by the two workers.
+        behind = []
+        for game_id, player_id, created in games:
+            view = stub.GetView(gs_pb2.GetViewRequest(game_id=game_id, player_id=player_id), timeout=10)
+            if view.version <= created:
+                behind.append(game_id)
+        if behind:
+            fail(f"{len(behind)} games without the computer's move, e.g. {behind[0]}")
+        made = [self.moves_made(admin) for _, admin in self.workers]
+        print(f"scaling-check: every game has the computer's move; moves made by each worker: {made}")
+        if made[1] == 0:
+            fail("the second worker made no move")
+        if sum(made) != len(games):
+            fail(f"the workers made {sum(made)} moves for {len(games)} jobs")
+        channel.close()
         print("scaling-check: passed")
+
+    def stop(self) -> None:
+        for p in reversed(self.processes):
+            p.stop(timeout=self.args.timeout)
 
 
 def start_nats(folder: str) -> tuple[subprocess.Popen, str, str]:
@@ -254,49 +327,56 @@ def start_nats(folder: str) -> tuple[subprocess.Popen, str, str]:
     port, monitoring = free_port(), free_port()
     proc = subprocess.Popen([binary, "-a", "127.0.0.1", "-p", str(port), "-js", "-sd", folder,
                              "-m", str(monitoring)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.monotonic() + 10
-    while True:
-        try:
-            urllib.request.urlopen(f"http://127.0.0.1:{monitoring}/healthz?js-enabled-only=true", timeout=1)
-            break
-        except OSError:
-            if time.monotonic() > deadline or proc.poll() is not None:
-                raise SystemExit("scaling-check: nats-server did not start")
-            time.sleep(0.1)
+    poll("nats-server's /healthz",
+         lambda: http_ok(f"http://127.0.0.1:{monitoring}/healthz?js-enabled-only=true")
+         or (proc.poll() is not None and fail("nats-server exited")), 10)
     return proc, f"nats://127.0.0.1:{port}", f"127.0.0.1:{monitoring}"
+
+
+def default_frontier() -> str:
+    target = os.environ.get("CARGO_TARGET_DIR") or str(ROOT / "target")
+    return str(Path(target) / "debug" / "frontier")
 
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--frontier", default=default_frontier(), help="the frontier binary (default: the debug build)")
+    p.add_argument("--redis-url", default=os.environ.get("FRONTIER_TEST_REDIS_URL"),
+                   help="Redis for game-session (default: FRONTIER_TEST_REDIS_URL)")
     p.add_argument("--nats-url", help="an existing NATS (JetStream); default: a throwaway one")
     p.add_argument("--monitoring", help="its monitoring endpoint host:port (with --nats-url)")
     p.add_argument("--account", default="$G")
-    p.add_argument("--namespace", default=f"scaling-{os.getpid()}", help="FRONTIER_NAMESPACE")
-    p.add_argument("--worker-cmd", help="the worker to run, e.g. 'target/release/frontier bot-worker'")
-    p.add_argument("--worker-makes-consumer", action="store_true",
-                   help="let the worker make the durable consumer (with its own settings)")
-    p.add_argument("--game-session-url", default="http://127.0.0.1:50051", help="given to the worker")
-    p.add_argument("--work-ms", type=int, default=50, help="the stand-in's time per job")
-    p.add_argument("--rate", type=float, default=24, help="jobs per second arriving")
+    run_id = os.environ.get("FRONTIER_TEST_RUN")  # test-services.sh removes t<run>-* keys
+    p.add_argument("--namespace", default=f"t{run_id}-scaling" if run_id else f"scaling-{os.getpid()}",
+                   help="FRONTIER_NAMESPACE")
+    p.add_argument("--games", type=int, default=30, help="games against the computer, one bot job each")
+    p.add_argument("--level", default="medium", choices=["easy", "medium", "hard"], help="the computer's level")
     p.add_argument("--lag-threshold", type=int, default=10, help="the ScaledObject's lagThreshold")
     p.add_argument("--activation-threshold", type=int, default=0, help="its activationLagThreshold")
     p.add_argument("--timeout", type=float, default=60, help="seconds to wait for each phase")
-    p.add_argument("--stand-in-worker", action="store_true", help=argparse.SUPPRESS)
     args = p.parse_args()
-    if args.stand_in_worker:
-        asyncio.run(stand_in_worker(args.nats_url, args.namespace, args.work_ms))
-        return
-    if not args.worker_cmd and not args.rate * args.work_ms / 1000 > 1 > args.rate * args.work_ms / 2000:
-        raise SystemExit("scaling-check: --rate must be above one stand-in's speed and below two's")
+    if not args.redis_url:
+        sys.exit("scaling-check: --redis-url (or FRONTIER_TEST_REDIS_URL: scripts/test-services.sh) is needed")
+    if not os.access(args.frontier, os.X_OK):
+        sys.exit(f"scaling-check: no frontier binary at {args.frontier} (cargo build -p frontier)")
+    if args.games < 2 * args.lag_threshold:
+        sys.exit("scaling-check: --games must be at least twice --lag-threshold (the lag must rise above it "
+                 "while one worker works)")
     with tempfile.TemporaryDirectory(prefix="frontier-scaling-") as folder:
         server = None
         if not args.nats_url:
             server, args.nats_url, args.monitoring = start_nats(folder)
         elif not args.monitoring:
-            raise SystemExit("scaling-check: --monitoring host:port is needed with --nats-url")
+            sys.exit("scaling-check: --monitoring host:port is needed with --nats-url")
+        run = Run(args, folder)
         try:
-            asyncio.run(Run(args).main())
+            run.main()
+        except SystemExit:
+            for proc in run.processes:
+                print(proc.tail(), file=sys.stderr)
+            raise
         finally:
+            run.stop()
             if server:
                 server.terminate()
                 server.wait(timeout=10)
