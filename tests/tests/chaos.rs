@@ -779,18 +779,17 @@ async fn seeker(ctx: Arc<Ctx>, mut p: Player, seed: u64) -> anyhow::Result<()> {
     let mut rng = Rng(seed);
     let mut known: HashSet<String> = HashSet::new();
     while !ctx.stop.load(Ordering::Relaxed) {
-        let seek = json!({"type": "seek", "id": format!("s{}", rng.next()),
-            "pools": [{"variant": "standard", "clock": {"minutes": 3, "increment": 0}}]});
         p.matched.clear();
-        match p.request(seek, "seeking").await? {
-            Reply::Frame(_) => {}
-            Reply::Refused(code) => anyhow::bail!("{}: seek refused: {code}", p.name),
-        }
+        let (mut settling, found) = seek_once(&mut p, &known, &mut rng).await?;
         // Wait for the match: a `matched` notice, or — after a reconnect, when the notice
         // may have gone with the old connection — what `status` says.
         let deadline = Instant::now() + OP_DEADLINE;
         let mut connection = p.n;
+        let mut asked = Instant::now();
         let game = loop {
+            if let Some(game) = &found {
+                break game.clone();
+            }
             if let Some(m) = p
                 .matched
                 .iter()
@@ -799,20 +798,25 @@ async fn seeker(ctx: Arc<Ctx>, mut p: Player, seed: u64) -> anyhow::Result<()> {
                 break m["game_id"].as_str().context("game id")?.to_owned();
             }
             anyhow::ensure!(Instant::now() < deadline, "{}: never matched", p.name);
-            if p.n != connection {
+            let poll = settling && asked.elapsed() > Duration::from_secs(1);
+            if p.n != connection || poll {
                 connection = p.n;
+                asked = Instant::now();
                 let status = json!({"type": "status", "id": format!("st{}", rng.next())});
                 if let Reply::Frame(s) = p.request(status, "status").await? {
                     let matched = s["matched"]["game_id"].as_str().unwrap_or_default();
                     if !matched.is_empty() && !known.contains(matched) {
-                        p.open(matched).await?;
+                        if !p.follow.contains(matched) {
+                            p.open(matched).await?;
+                        }
                         break matched.to_owned();
                     }
-                    if s["seeking"].is_null() {
+                    if s["seeking"].is_null() && !settling {
                         // The seek lapsed while away (nothing matched): seek again.
                         note(&ctx.log, |l| l.lapsed += 1);
                         break String::new();
                     }
+                    settling &= s["seeking"].is_null();
                 }
             }
             p.recv().await?;
@@ -839,6 +843,69 @@ async fn seeker(ctx: Arc<Ctx>, mut p: Player, seed: u64) -> anyhow::Result<()> {
         finished(&ctx, &game, &view);
     }
     Ok(())
+}
+
+/// Sends one seek. A seek is no game action (a resend is a new ticket, not a duplicate),
+/// so when its answer is lost — a broken connection, silence, `unavailable` — `status`
+/// says whether it stands or was matched before it is sent again. Returns whether the
+/// ticket is settling into a game (`already_matched`) and the game if `status` named it.
+async fn seek_once(
+    p: &mut Player,
+    known: &HashSet<String>,
+    rng: &mut Rng,
+) -> anyhow::Result<(bool, Option<String>)> {
+    let deadline = Instant::now() + OP_DEADLINE;
+    loop {
+        anyhow::ensure!(Instant::now() < deadline, "{}: seek never answered", p.name);
+        if p.ws.is_none() {
+            p.connect().await?;
+        }
+        let id = format!("s{}", rng.next());
+        p.send(json!({"type": "seek", "id": id,
+            "pools": [{"variant": "standard", "clock": {"minutes": 3, "increment": 0}}]}))
+            .await;
+        let (sent, connection) = (Instant::now(), p.n);
+        p.inflight = Some(id.clone());
+        let answered = loop {
+            if p.n != connection || p.ws.is_none() || sent.elapsed() > RESEND_AFTER {
+                break None;
+            }
+            let Some(v) = p.recv().await? else { continue };
+            if v["id"] == id.as_str() && (v["type"] == "seeking" || v["type"] == "error") {
+                break Some(v);
+            }
+        };
+        p.inflight = None;
+        if let Some(v) = answered {
+            match v["code"].as_str() {
+                None => return Ok((false, None)),
+                Some("already_matched") => return Ok((true, None)),
+                Some("unavailable" | "internal") => {
+                    note(&p.log, |l| {
+                        *l.retried
+                            .entry(v["code"].as_str().unwrap_or_default().to_owned())
+                            .or_default() += 1;
+                    });
+                    tokio::time::sleep(Duration::from_millis(200)).await;
+                }
+                Some(code) => anyhow::bail!("{}: seek refused: {code}", p.name),
+            }
+        }
+        // The answer is unknown: does a ticket stand, or did it already end in a game?
+        let status = json!({"type": "status", "id": format!("st{}", rng.next())});
+        if let Reply::Frame(s) = p.request(status, "status").await? {
+            let matched = s["matched"]["game_id"].as_str().unwrap_or_default();
+            if !matched.is_empty() && !known.contains(matched) {
+                if !p.follow.contains(matched) {
+                    p.open(matched).await?;
+                }
+                return Ok((false, Some(matched.to_owned())));
+            }
+            if !s["seeking"].is_null() {
+                return Ok((false, None));
+            }
+        }
+    }
 }
 
 /// SIGKILLs one instance of a random service every `every` and starts it again, until
@@ -1179,8 +1246,16 @@ async fn check(
             ));
         }
         if in_redis != told_sorted {
+            let only_told: Vec<_> = told_sorted
+                .iter()
+                .filter(|g| !in_redis.contains(g))
+                .collect();
+            let only_records: Vec<_> = in_redis
+                .iter()
+                .filter(|g| !told_sorted.contains(g))
+                .collect();
             failures.push(format!(
-                "seeker {seeker}: told {told_sorted:?}, in the records {in_redis:?}"
+                "seeker {seeker}: told of {only_told:?} not in the records, in {only_records:?} never told"
             ));
         }
     }
