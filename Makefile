@@ -8,6 +8,8 @@
 #   make fuzz    60 s of cargo-fuzz on every parser of untrusted input
 #   make run     every service built so far, on fixed loopback ports
 #   make dev     every service in one process, nothing to install (frontier dev)
+#   make rig     the multi-instance rig: two of every service, each its own process
+#   make chaos   kill -9 chaos under load on the rig, checked from the records (minutes)
 #   make browser-test  the web client in a real Chromium against frontier dev, and its
 #                node checks (move generator perft, translations); part of make test
 #   make deploy-check  the Helm chart, k8s/ and values schema, validated offline
@@ -25,7 +27,7 @@ PERFT := $(CARGO) run --quiet --release -p frontier-rules --bin perft --
 IMAGE ?= frontier:dev
 DEPLOY_PY := scripts/deploy-python.sh
 
-.PHONY: all build test lint fmt perft bench ladder fuzz run dev clean deploy-check k8s scaling-check image image-offline browser-test
+.PHONY: all build test lint fmt perft bench ladder fuzz run dev clean deploy-check k8s scaling-check image image-offline browser-test rig chaos
 
 all: build
 
@@ -134,6 +136,30 @@ fuzz:
 # Uses the local Redis, NATS and Postgres, or throwaway ones as the tests do.
 run:
 	scripts/test-services.sh scripts/run-platform.sh
+
+# The multi-instance rig for manual and load use: RIG_INSTANCES of every service (gateways,
+# game-sessions, clocks, ratings, matchmakers, bot-workers), each a separate release
+# `frontier <service>` process on loopback, against the local Redis, NATS and Postgres (or
+# throwaway ones). Prints the gateway addresses (for frontier-load --addr a,b); Ctrl-C
+# stops everything. RIG_ARGS="--logs DIR" keeps each process's output.
+RIG_INSTANCES ?= 2
+RIG_ARGS ?=
+rig:
+	$(CARGO) build --release -p frontier -p frontier-integration-tests --bin frontier --bin frontier-rig
+	scripts/test-services.sh $${CARGO_TARGET_DIR:-$(CURDIR)/target}/release/frontier-rig --instances $(RIG_INSTANCES) $(RIG_ARGS)
+
+# Chaos under load, the long form of tests/tests/chaos.rs (which `make test` runs for 40 s):
+# the rig (two of every service, debug build) loaded by clients playing, one instance of a
+# random service SIGKILLed and restarted every CHAOS_KILL_EVERY_MS, then every ack, game,
+# rating and ticket checked from Redis and Postgres. Prints kills per service and moves/s.
+CHAOS_SECONDS ?= 180
+CHAOS_SCALE ?= 2
+CHAOS_KILL_EVERY_MS ?= 3000
+chaos:
+	$(CARGO) build -p frontier --bin frontier --features test-hooks
+	FRONTIER_CHAOS_SECONDS=$(CHAOS_SECONDS) FRONTIER_CHAOS_SCALE=$(CHAOS_SCALE) \
+		FRONTIER_CHAOS_KILL_EVERY_MS=$(CHAOS_KILL_EVERY_MS) \
+		scripts/test-services.sh $(CARGO) test -p frontier-integration-tests --test chaos -- --nocapture
 
 # Everything in one process, nothing to install (accounts and ratings in ./frontier-data).
 dev:

@@ -1292,6 +1292,23 @@ impl<A: Accounts> Follower<A> {
         }
     }
 
+    /// A catch-up while following: a read, safe to repeat, so a game-session that is
+    /// unreachable or died mid-call (a crash, a restart) is asked again a few times, about
+    /// 6 s in all, before the client is told (`unavailable`: open the game again).
+    async fn catch_up_again(&self, last: u64) -> Result<(u64, i32, bool), Refusal> {
+        let mut delay = std::time::Duration::from_millis(100);
+        for _ in 0..6 {
+            match self.catch_up(Some(last)).await {
+                Err(r) if matches!(r.code, ErrorCode::Unavailable | ErrorCode::Internal) => {
+                    tokio::time::sleep(delay).await;
+                    delay *= 2;
+                }
+                other => return other,
+            }
+        }
+        self.catch_up(Some(last)).await
+    }
+
     /// The game has a second player or is over: if it was one of the player's waiting
     /// boards, it no longer counts.
     async fn left_waiting(&self) {
@@ -1330,18 +1347,34 @@ impl<A: Accounts> Follower<A> {
             Ok((v, _, false)) => last = v,
             Err(refusal) => return self.fail(refusal),
         }
-        // A seated player's presence, for claims in games without clock.
+        // A seated player's presence, for claims in games without clock. On the same tick,
+        // a game that stayed quiet for a whole interval is caught up from its log: a
+        // game-session that died between its compare-and-set and its publish leaves a
+        // version that no live frame announces, and no later frame may come to show the
+        // gap (the other side waits for exactly that version).
         let seated = matches!(audience, frontier_rules::Audience::Player(_));
         let mut heartbeat = tokio::time::interval(self.state.settings.presence_interval);
         heartbeat.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let mut heard = true;
         loop {
             let received = tokio::select! {
                 r = rx.recv() => r,
-                _ = heartbeat.tick(), if seated => {
-                    self.heartbeat().await;
+                _ = heartbeat.tick() => {
+                    if seated {
+                        self.heartbeat().await;
+                    }
+                    if !heard {
+                        match self.catch_up_again(last).await {
+                            Ok((_, _, true)) => return,
+                            Ok((v, _, false)) => last = v,
+                            Err(r) => return self.fail(r),
+                        }
+                    }
+                    heard = false;
                     continue;
                 }
             };
+            heard = true;
             let step = match received {
                 Ok(frame) => {
                     if waiting && frame.version >= 2 {
@@ -1352,7 +1385,7 @@ impl<A: Accounts> Follower<A> {
                     self.on_frame(last, frame).instrument(span).await
                 }
                 Err(broadcast::error::RecvError::Lagged(_)) => {
-                    match self.catch_up(Some(last)).await {
+                    match self.catch_up_again(last).await {
                         Ok((_, _, true)) => Step::Stop,
                         Ok((v, _, false)) => Step::Continue(v),
                         Err(r) => {
@@ -1405,7 +1438,7 @@ impl<A: Accounts> Follower<A> {
             };
         }
         // A gap: fetch what was missed, in order (this includes the frame at hand).
-        match self.catch_up(Some(last)).await {
+        match self.catch_up_again(last).await {
             Ok((_, _, true)) => Step::Stop,
             Ok((v, _, false)) => Step::Continue(v),
             Err(r) => {
