@@ -29,7 +29,7 @@ use std::time::Duration;
 
 use frontier_pairing::Pool;
 use frontier_platform::Namespace;
-use redis::aio::ConnectionManager;
+use frontier_platform::RedisConn;
 
 use crate::ticket::{MatchRecord, StoredTicket};
 
@@ -198,7 +198,7 @@ pub enum StoreError {
 /// The tickets in Redis.
 #[derive(Clone)]
 pub struct RedisTickets {
-    conn: ConnectionManager,
+    conn: RedisConn,
     prefix: String,
     scripts: Arc<Scripts>,
 }
@@ -218,10 +218,11 @@ pub const NOTICE_TTL: Duration = Duration::from_secs(600);
 const RECENT_COLORS: isize = 10;
 
 impl RedisTickets {
-    /// Over this connection, in this namespace.
-    pub fn new(conn: ConnectionManager, ns: &Namespace) -> RedisTickets {
+    /// Over this connection (one Redis or a Redis Cluster: every key shares the `{mm}`
+    /// hash tag, so each script touches one slot), in this namespace.
+    pub fn new(conn: impl Into<RedisConn>, ns: &Namespace) -> RedisTickets {
         RedisTickets {
-            conn,
+            conn: conn.into(),
             prefix: ns.matchmaking_prefix(),
             scripts: Arc::new(Scripts {
                 seek: redis::Script::new(SEEK_SCRIPT),
