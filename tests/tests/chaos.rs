@@ -1138,12 +1138,16 @@ async fn check(
     let mut failures = Vec::new();
     let client = redis::Client::open(frontier_testkit::redis_url())?;
     let mut redis = redis::aio::ConnectionManager::new(client).await?;
-    let state_key = |game: &str| format!("{namespace}:game:{{{game}}}");
+    let ns = frontier_platform::Namespace::new(namespace).map_err(anyhow::Error::msg)?;
+    let log_key = |game: &str| -> anyhow::Result<String> {
+        let id: frontier_platform::GameId = game.parse()?;
+        Ok(ns.game_log_key(&id))
+    };
 
     // 1. Every acknowledged action is in its game's log at the version its ack named.
     for ack in &log.acks {
         let entry: Option<Vec<u8>> = redis::cmd("LINDEX")
-            .arg(format!("{}:log", state_key(&ack.game)))
+            .arg(log_key(&ack.game)?)
             .arg(ack.version - 1)
             .query_async(&mut redis)
             .await?;
@@ -1187,12 +1191,16 @@ async fn check(
             let (next, batch): (u64, Vec<String>) = redis::cmd("SCAN")
                 .arg(cursor)
                 .arg("MATCH")
-                .arg(format!("{namespace}:game:{{*}}"))
+                .arg(format!("{namespace}:{{*}}:game:*"))
                 .arg("COUNT")
                 .arg(1000)
                 .query_async(&mut redis)
                 .await?;
-            out.extend(batch.into_iter().filter(|k| k.ends_with('}')));
+            // The state hashes: `<ns>:{<shard>}:game:<id>`, not the `:log`, `:presence`, … beside them.
+            out.extend(batch.into_iter().filter(|k| {
+                k.rsplit_once(":game:")
+                    .is_some_and(|(_, id)| !id.contains(':'))
+            }));
             cursor = next;
             if cursor == 0 {
                 break out;

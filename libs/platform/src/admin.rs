@@ -57,7 +57,10 @@ impl Readiness {
     }
 
     /// Adds a check that Redis answers `PING`.
-    pub fn redis(self, conn: redis::aio::ConnectionManager) -> Readiness {
+    pub fn redis<C>(self, conn: C) -> Readiness
+    where
+        C: redis::aio::ConnectionLike + Clone + Send + Sync + 'static,
+    {
         self.check("redis", move || {
             let mut conn = conn.clone();
             async move {

@@ -5,25 +5,47 @@ use std::time::Duration;
 /// Where Redis is.
 #[derive(Debug, Clone, clap::Args)]
 pub struct RedisArgs {
-    /// Redis URL.
+    /// Redis URL, or a comma-separated list of Redis Cluster seed nodes
+    /// (`redis://10.0.0.1:6379,redis://10.0.0.2:6379`): more than one URL means a cluster.
     #[arg(
         long,
         env = "FRONTIER_REDIS_URL",
         default_value = "redis://127.0.0.1:6379"
     )]
     pub redis_url: String,
+    /// Treat a single `--redis-url` as a seed node of a Redis Cluster.
+    #[arg(long, env = "FRONTIER_REDIS_CLUSTER", default_value_t = false)]
+    pub redis_cluster: bool,
+}
+
+impl RedisArgs {
+    /// Connects to the Redis (or Redis Cluster) these arguments name.
+    pub async fn connect(&self) -> redis::RedisResult<crate::RedisConn> {
+        crate::RedisConn::connect(&self.redis_url, self.redis_cluster).await
+    }
 }
 
 /// Where NATS is.
 #[derive(Debug, Clone, clap::Args)]
 pub struct NatsArgs {
-    /// NATS URL (JetStream must be enabled on the server).
+    /// NATS URL, or a comma-separated list of a NATS cluster's seed URLs (JetStream must
+    /// be enabled on the servers).
     #[arg(
         long,
         env = "FRONTIER_NATS_URL",
         default_value = "nats://127.0.0.1:4222"
     )]
     pub nats_url: String,
+    /// Replicas of each JetStream stream a service creates: 1 on one server, 3 on a NATS
+    /// cluster of three or more (a stream survives the loss of one server). Applies when
+    /// the stream is created; an existing stream keeps its own.
+    #[arg(
+        long,
+        env = "FRONTIER_NATS_STREAM_REPLICAS",
+        default_value_t = 1,
+        value_parser = clap::value_parser!(u8).range(1..=5)
+    )]
+    pub nats_stream_replicas: u8,
 }
 
 /// Where Postgres is.

@@ -1,22 +1,23 @@
 //! The deadline contract between game-session and the clock service, in one place.
 //!
-//! game-session keeps each timed live game's next deadline (Unix ms) in a set scored by
-//! time, written in the same compare-and-set as the game ([`schedule_lua`] is embedded in
+//! game-session keeps each timed live game's next deadline (Unix ms) in its shard's set
+//! scored by time (one set per [`Shard`], so that a game's compare-and-set touches one
+//! Redis Cluster slot), written in the same compare-and-set as the game ([`schedule_lua`] is embedded in
 //! its script) or on its own ([`RedisDeadlines::schedule`]). Clock instances claim due
 //! deadlines atomically ([`CLAIM_SCRIPT`]): a claim moves the game to a "claimed" set with
 //! a lease, so one instance fires it; if that instance dies, the lease runs out and another
-//! claims it again. A handled claim is released.
+//! claims it again. A handled claim is released. A claim walks every shard.
 //!
 //! [`MemoryDeadlines`] is the same contract in memory, shared by game-session's in-memory
 //! store and the clock when every service runs in one process.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU16, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use redis::aio::ConnectionManager;
-
-use crate::{GameId, Namespace};
+use crate::redis_conn::{SHARDS, Shard};
+use crate::{GameId, Namespace, RedisConn};
 
 /// A Lua snippet that schedules a deadline inside a larger script: with `key` the deadline
 /// set (e.g. `KEYS[4]`), `at` the deadline in Unix ms or -1 for none (e.g. `ARGV[6]`), and
@@ -28,7 +29,7 @@ pub fn schedule_lua(key: &str, at: &str, member: &str) -> String {
     )
 }
 
-/// Claims due deadlines: KEYS deadlines, claimed; ARGV now, lease ms, limit. Returns
+/// Claims due deadlines of one shard: KEYS deadlines, claimed (the same shard's); ARGV now, lease ms, limit. Returns
 /// member/deadline pairs (deadline 0 for a re-claimed stale claim).
 pub const CLAIM_SCRIPT: &str = r#"
 local now = tonumber(ARGV[1])
@@ -53,26 +54,28 @@ return out
 /// The deadline sets in Redis.
 #[derive(Clone)]
 pub struct RedisDeadlines {
-    conn: ConnectionManager,
+    conn: RedisConn,
     ns: Namespace,
     claim: Arc<redis::Script>,
+    /// The shard the next claim starts at, so that no shard waits behind the others.
+    next: Arc<AtomicU16>,
 }
 
 impl RedisDeadlines {
     /// Over this connection.
-    pub fn new(conn: ConnectionManager, ns: Namespace) -> RedisDeadlines {
+    pub fn new(conn: RedisConn, ns: Namespace) -> RedisDeadlines {
         RedisDeadlines {
             conn,
             ns,
             claim: Arc::new(redis::Script::new(CLAIM_SCRIPT)),
+            next: Arc::default(),
         }
     }
 
-    /// Connects to Redis.
-    pub async fn connect(url: &str, ns: Namespace) -> redis::RedisResult<RedisDeadlines> {
-        let client = redis::Client::open(url)?;
+    /// Connects to Redis (`urls` as [`RedisConn::connect`] takes them).
+    pub async fn connect(urls: &str, ns: Namespace) -> redis::RedisResult<RedisDeadlines> {
         Ok(RedisDeadlines::new(
-            ConnectionManager::new(client).await?,
+            RedisConn::connect(urls, false).await?,
             ns,
         ))
     }
@@ -80,15 +83,16 @@ impl RedisDeadlines {
     /// Schedules (or, with none, drops) a game's deadline.
     pub async fn schedule(&self, game: &GameId, at: Option<i64>) -> redis::RedisResult<()> {
         let mut conn = self.conn.clone();
+        let key = self.ns.deadlines_key(Shard::of(game));
         let mut cmd = match at {
             Some(at) => {
                 let mut c = redis::cmd("ZADD");
-                c.arg(self.ns.deadlines_key()).arg(at);
+                c.arg(key).arg(at);
                 c
             }
             None => {
                 let mut c = redis::cmd("ZREM");
-                c.arg(self.ns.deadlines_key());
+                c.arg(key);
                 c
             }
         };
@@ -96,7 +100,9 @@ impl RedisDeadlines {
         Ok(())
     }
 
-    /// Claims up to `limit` deadlines due at `now_ms` for `lease`.
+    /// Claims up to `limit` deadlines due at `now_ms` for `lease`, walking every shard
+    /// (from a different one each time). A shard that cannot be reached is skipped (and
+    /// logged); an error only when none could be.
     pub async fn claim_due(
         &self,
         now_ms: i64,
@@ -104,47 +110,71 @@ impl RedisDeadlines {
         limit: usize,
     ) -> redis::RedisResult<Vec<(GameId, i64)>> {
         let mut conn = self.conn.clone();
-        let raw: Vec<String> = self
-            .claim
-            .key(self.ns.deadlines_key())
-            .key(self.ns.deadlines_claimed_key())
-            .arg(now_ms)
-            .arg(lease.as_millis() as u64)
-            .arg(limit)
-            .invoke_async(&mut conn)
-            .await?;
-        Ok(raw
-            .chunks_exact(2)
-            .filter_map(|pair| {
+        let start = self.next.fetch_add(1, Ordering::Relaxed) % SHARDS;
+        let mut out = Vec::new();
+        let (mut reached, mut failure) = (0, None);
+        for i in 0..SHARDS {
+            if out.len() >= limit {
+                break;
+            }
+            let shard = Shard::wrapping(start + i);
+            let claimed: redis::RedisResult<Vec<String>> = self
+                .claim
+                .key(self.ns.deadlines_key(shard))
+                .key(self.ns.deadlines_claimed_key(shard))
+                .arg(now_ms)
+                .arg(lease.as_millis() as u64)
+                .arg(limit - out.len())
+                .invoke_async(&mut conn)
+                .await;
+            // A shard whose Redis node is down waits; the others' flags still fall.
+            let raw = match claimed {
+                Ok(raw) => raw,
+                Err(e) => {
+                    tracing::warn!(shard = shard.index(), error = %e, "deadline shard unreachable");
+                    failure.get_or_insert(e);
+                    continue;
+                }
+            };
+            reached += 1;
+            out.extend(raw.chunks_exact(2).filter_map(|pair| {
                 let game = pair[0].parse().ok()?;
                 let deadline = pair[1].parse::<f64>().ok()? as i64;
                 Some((game, deadline))
-            })
-            .collect())
+            }));
+        }
+        match failure {
+            Some(e) if reached == 0 => Err(e),
+            _ => Ok(out),
+        }
     }
 
     /// A claimed deadline was handled.
     pub async fn release(&self, game: &GameId) -> redis::RedisResult<()> {
         let mut conn = self.conn.clone();
         let _: i64 = redis::cmd("ZREM")
-            .arg(self.ns.deadlines_claimed_key())
+            .arg(self.ns.deadlines_claimed_key(Shard::of(game)))
             .arg(game.to_string())
             .query_async(&mut conn)
             .await?;
         Ok(())
     }
 
-    /// How many deadlines are tracked (scheduled and claimed).
+    /// How many deadlines are tracked (scheduled and claimed, in every shard).
     pub async fn tracked(&self) -> redis::RedisResult<u64> {
         let mut conn = self.conn.clone();
-        let (scheduled, claimed): (u64, u64) = redis::pipe()
-            .cmd("ZCARD")
-            .arg(self.ns.deadlines_key())
-            .cmd("ZCARD")
-            .arg(self.ns.deadlines_claimed_key())
-            .query_async(&mut conn)
-            .await?;
-        Ok(scheduled + claimed)
+        let mut total = 0;
+        for shard in Shard::all() {
+            let (scheduled, claimed): (u64, u64) = redis::pipe()
+                .cmd("ZCARD")
+                .arg(self.ns.deadlines_key(shard))
+                .cmd("ZCARD")
+                .arg(self.ns.deadlines_claimed_key(shard))
+                .query_async(&mut conn)
+                .await?;
+            total += scheduled + claimed;
+        }
+        Ok(total)
     }
 }
 

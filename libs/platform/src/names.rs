@@ -4,6 +4,7 @@
 use frontier_rules::{Audience, Color};
 
 use crate::GameId;
+use crate::redis_conn::Shard;
 
 /// A namespace: the prefix of every subject, stream and key.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -111,33 +112,63 @@ impl Namespace {
         )
     }
 
-    /// Redis key of a game's state (a hash: `v` version, `s` state). The id is a hash tag,
-    /// so a game's keys share a cluster slot.
+    /// Redis key of a game's state (a hash: `v` version, `s` state):
+    /// `<ns>:{<shard tag>}:game:<id>`. Every key of a game carries its shard's hash tag, as
+    /// do the shard's deadline and outbox sets, so the game's compare-and-set touches one
+    /// Redis Cluster slot ([`crate::redis_conn`]).
     pub fn game_state_key(&self, game: &GameId) -> String {
-        format!("{}:game:{{{}}}", self.prefix, game)
+        format!(
+            "{}:{{{}}}:game:{}",
+            self.prefix,
+            Shard::of(game).tag(),
+            game
+        )
     }
 
     /// Redis key of a game's event log (a list; entry `i` is version `i + 1`).
     pub fn game_log_key(&self, game: &GameId) -> String {
-        format!("{}:game:{{{}}}:log", self.prefix, game)
+        format!(
+            "{}:{{{}}}:game:{}:log",
+            self.prefix,
+            Shard::of(game).tag(),
+            game
+        )
     }
 
-    /// Redis sorted set of the next deadline of every timed live game (member: game id,
-    /// score: Unix ms). game-session writes it with each change; clock services claim
-    /// from it.
-    pub fn deadlines_key(&self) -> String {
-        format!("{}:deadlines", self.prefix)
+    /// Redis sorted set of the next deadline of every timed live game of one shard
+    /// (member: game id, score: Unix ms). game-session writes it with each change; clock
+    /// services claim from every shard's.
+    pub fn deadlines_key(&self, shard: Shard) -> String {
+        format!("{}:{{{}}}:deadlines", self.prefix, shard.tag())
     }
 
-    /// Redis sorted set of deadlines claimed by a clock service (score: lease expiry).
-    pub fn deadlines_claimed_key(&self) -> String {
-        format!("{}:deadlines:claimed", self.prefix)
+    /// Redis sorted set of one shard's deadlines claimed by a clock service (score: lease
+    /// expiry).
+    pub fn deadlines_claimed_key(&self, shard: Shard) -> String {
+        format!("{}:{{{}}}:deadlines:claimed", self.prefix, shard.tag())
+    }
+
+    /// Redis set of one shard's finished games whose record the finished-games stream has
+    /// not acknowledged yet.
+    pub fn finished_outbox_key(&self, shard: Shard) -> String {
+        format!("{}:{{{}}}:finished-outbox", self.prefix, shard.tag())
+    }
+
+    /// Redis hash of one shard's bot jobs (job id → job) whose publication the bot-job
+    /// stream has not acknowledged yet.
+    pub fn bot_outbox_key(&self, shard: Shard) -> String {
+        format!("{}:{{{}}}:bot-outbox", self.prefix, shard.tag())
     }
 
     /// Redis hash of when each seat of a game was last seen connected (`white`, `black`:
     /// Unix ms).
     pub fn presence_key(&self, game: &GameId) -> String {
-        format!("{}:game:{{{}}}:presence", self.prefix, game)
+        format!(
+            "{}:{{{}}}:game:{}:presence",
+            self.prefix,
+            Shard::of(game).tag(),
+            game
+        )
     }
 
     /// Redis key mapping a private board's share code to its game.
@@ -205,7 +236,22 @@ mod tests {
         assert_eq!(ns.finished_games_stream(), "T_1_GAMES");
         assert_eq!(
             ns.game_log_key(&id),
-            "t-1:game:{0190c6a0-0000-7000-8000-000000000001}:log"
+            "t-1:{s1-63}:game:0190c6a0-0000-7000-8000-000000000001:log"
+        );
+        let slot = |key: String| crate::redis_conn::key_slot(key.as_bytes());
+        let shard = Shard::of(&id);
+        let slots = [
+            slot(ns.game_state_key(&id)),
+            slot(ns.game_log_key(&id)),
+            slot(ns.presence_key(&id)),
+            slot(ns.deadlines_key(shard)),
+            slot(ns.deadlines_claimed_key(shard)),
+            slot(ns.finished_outbox_key(shard)),
+            slot(ns.bot_outbox_key(shard)),
+        ];
+        assert!(
+            slots.iter().all(|s| *s == slots[0]),
+            "a game's keys and its shard's sets share a slot: {slots:?}"
         );
         assert_eq!(
             ns.rate_limit_key("login", "127.0.0.1"),

@@ -1,5 +1,5 @@
 //! The JetStream streams the platform relies on, created the same way by every service that
-//! uses them.
+//! uses them, and the connection to NATS.
 
 use std::time::Duration;
 
@@ -7,11 +7,33 @@ use async_nats::jetstream;
 
 use crate::Namespace;
 
+/// Connects to NATS: `urls` is one URL or a comma-separated list of a cluster's seed URLs
+/// (the client learns the other servers from them and fails over between them).
+pub async fn connect(urls: &str) -> Result<async_nats::Client, String> {
+    let seeds = urls
+        .split(',')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(|s| {
+            s.parse::<async_nats::ServerAddr>()
+                .map_err(|e| format!("NATS URL `{s}`: {e}"))
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    if seeds.is_empty() {
+        return Err("no NATS URL given".to_owned());
+    }
+    async_nats::connect(seeds)
+        .await
+        .map_err(|e| format!("connecting to NATS at {urls}: {e}"))
+}
+
 /// Creates the finished-games stream if missing: file storage, kept 30 days, duplicates
-/// (same game id as message id) dropped within two minutes.
+/// (same game id as message id) dropped within two minutes, `replicas` copies (1 on one
+/// server, 3 on a cluster).
 pub async fn ensure_finished_games(
     js: &jetstream::Context,
     ns: &Namespace,
+    replicas: u8,
 ) -> Result<jetstream::stream::Stream, String> {
     js.get_or_create_stream(jetstream::stream::Config {
         name: ns.finished_games_stream(),
@@ -19,6 +41,7 @@ pub async fn ensure_finished_games(
         storage: jetstream::stream::StorageType::File,
         max_age: Duration::from_secs(30 * 24 * 3600),
         duplicate_window: Duration::from_secs(120),
+        num_replicas: usize::from(replicas.max(1)),
         ..Default::default()
     })
     .await
@@ -28,10 +51,11 @@ pub async fn ensure_finished_games(
 /// Creates the bot-job work queue if missing: file storage, work-queue retention (a job
 /// leaves the stream when a worker acknowledges it), duplicates (same job id
 /// `<game id>:<version>` as message id) dropped within two minutes, jobs older than a day
-/// dropped (their games have moved on or ended). Every variant's subject.
+/// dropped (their games have moved on or ended), `replicas` copies. Every variant's subject.
 pub async fn ensure_bot_jobs(
     js: &jetstream::Context,
     ns: &Namespace,
+    replicas: u8,
 ) -> Result<jetstream::stream::Stream, String> {
     js.get_or_create_stream(jetstream::stream::Config {
         name: ns.bot_jobs_stream(),
@@ -40,6 +64,7 @@ pub async fn ensure_bot_jobs(
         storage: jetstream::stream::StorageType::File,
         max_age: Duration::from_secs(24 * 3600),
         duplicate_window: Duration::from_secs(120),
+        num_replicas: usize::from(replicas.max(1)),
         ..Default::default()
     })
     .await

@@ -3,6 +3,8 @@
 //! throwaway ones, and exports where they are. This crate reads that, and gives each test
 //! its own namespace (Redis key prefix and NATS subject prefix) and its own database.
 
+pub mod cluster;
+
 use std::sync::atomic::{AtomicU32, Ordering};
 
 use sqlx::Connection as _;

@@ -614,14 +614,20 @@ pub async fn build(config: &Config) -> anyhow::Result<Service> {
         TEST_HOOK_VARIABLES,
     )?;
     let ns = Namespace::new(&config.namespace.namespace).map_err(anyhow::Error::msg)?;
-    let nats = async_nats::connect(&config.nats.nats_url)
+    let nats = frontier_platform::streams::connect(&config.nats.nats_url)
         .await
-        .context("connecting to NATS")?;
+        .map_err(anyhow::Error::msg)?;
     let js = async_nats::jetstream::new(nats.clone());
     let settings = Settings::from_config(config);
-    let source = JetStreamSource::connect(&js, &ns, settings.ack_wait, settings.max_deliver)
-        .await
-        .context("the bot-job queue")?;
+    let source = JetStreamSource::connect(
+        &js,
+        &ns,
+        config.nats.nats_stream_replicas,
+        settings.ack_wait,
+        settings.max_deliver,
+    )
+    .await
+    .context("the bot-job queue")?;
     let service = Service::from_parts(source, sessions(&config.game_session_urls)?, settings);
     Ok(Service {
         readiness: frontier_platform::admin::Readiness::new().nats(nats),

@@ -74,16 +74,17 @@ pub struct JetStreamSource {
 }
 
 impl JetStreamSource {
-    /// Creates the bot-job stream and the shared consumer if missing (explicit ack,
-    /// `ack_wait`, `max_deliver`) and attaches to it. A consumer that exists keeps the
-    /// settings it was created with.
+    /// Creates the bot-job stream (with `replicas` copies) and the shared consumer if
+    /// missing (explicit ack, `ack_wait`, `max_deliver`) and attaches to it. A consumer
+    /// that exists keeps the settings it was created with.
     pub async fn connect(
         js: &jetstream::Context,
         ns: &Namespace,
+        replicas: u8,
         ack_wait: Duration,
         max_deliver: i64,
     ) -> Result<JetStreamSource, SourceError> {
-        let stream = frontier_platform::streams::ensure_bot_jobs(js, ns)
+        let stream = frontier_platform::streams::ensure_bot_jobs(js, ns, replicas)
             .await
             .map_err(SourceError)?;
         let consumer = stream

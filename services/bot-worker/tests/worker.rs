@@ -79,7 +79,7 @@ async fn env_with(layouts: Arc<dyn LayoutSource>) -> Env {
         .await
         .expect("NATS");
     let js = jetstream::new(nats.clone());
-    frontier_platform::streams::ensure_bot_jobs(&js, &ns)
+    frontier_platform::streams::ensure_bot_jobs(&js, &ns, 1)
         .await
         .expect("the bot-job stream");
     let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
@@ -130,10 +130,15 @@ struct Board {
 impl Env {
     /// Starts a worker in this process, acting on game-session at `session`.
     async fn worker(&mut self, settings: Settings, session: SocketAddr) -> Arc<Stats> {
-        let source =
-            JetStreamSource::connect(&self.js, &self.ns, settings.ack_wait, settings.max_deliver)
-                .await
-                .expect("the shared consumer");
+        let source = JetStreamSource::connect(
+            &self.js,
+            &self.ns,
+            1,
+            settings.ack_wait,
+            settings.max_deliver,
+        )
+        .await
+        .expect("the shared consumer");
         let sessions =
             frontier_bot_worker::sessions(&[format!("http://{session}")]).expect("client");
         let service = Service::from_parts(source, sessions, settings);

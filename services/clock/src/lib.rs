@@ -122,8 +122,9 @@ pub struct Service<Q = RedisDeadlines, E = GameSessionClient<frontier_platform::
 /// Builds a clock from configuration: connects to Redis (game-session lazily).
 pub async fn build(config: &Config) -> anyhow::Result<Service> {
     let ns = Namespace::new(&config.namespace.namespace).map_err(anyhow::Error::msg)?;
-    let redis = redis::Client::open(config.redis.redis_url.as_str()).context("Redis URL")?;
-    let conn = redis::aio::ConnectionManager::new(redis)
+    let conn = config
+        .redis
+        .connect()
         .await
         .context("connecting to Redis")?;
     let scheduler = Scheduler::new(

@@ -100,22 +100,34 @@ impl NatsBus {
         self.client.clone()
     }
 
-    /// Connects and makes sure the finished-games and bot-job streams exist.
+    /// Connects and makes sure the finished-games and bot-job streams exist (one replica
+    /// each if it creates them).
     pub async fn connect(url: &str, ns: Namespace) -> Result<NatsBus, BusError> {
-        let client = async_nats::connect(url)
-            .await
-            .map_err(|e| BusError(e.to_string()))?;
-        NatsBus::with_client(client, ns).await
+        NatsBus::connect_replicated(url, ns, 1).await
     }
 
-    /// Uses an existing connection.
+    /// Connects to `urls` (one URL or a cluster's comma-separated seeds) and makes sure
+    /// the streams exist, creating missing ones with `replicas` copies.
+    pub async fn connect_replicated(
+        urls: &str,
+        ns: Namespace,
+        replicas: u8,
+    ) -> Result<NatsBus, BusError> {
+        let client = frontier_platform::streams::connect(urls)
+            .await
+            .map_err(BusError)?;
+        NatsBus::with_client(client, ns, replicas).await
+    }
+
+    /// Uses an existing connection (creating missing streams with `replicas` copies).
     pub async fn with_client(
         client: async_nats::Client,
         ns: Namespace,
+        replicas: u8,
     ) -> Result<NatsBus, BusError> {
         let jetstream = jetstream::new(client.clone());
-        ensure_finished_stream(&jetstream, &ns).await?;
-        frontier_platform::streams::ensure_bot_jobs(&jetstream, &ns)
+        ensure_finished_stream(&jetstream, &ns, replicas).await?;
+        frontier_platform::streams::ensure_bot_jobs(&jetstream, &ns, replicas)
             .await
             .map_err(BusError)?;
         Ok(NatsBus {
@@ -130,8 +142,9 @@ impl NatsBus {
 pub async fn ensure_finished_stream(
     js: &jetstream::Context,
     ns: &Namespace,
+    replicas: u8,
 ) -> Result<(), BusError> {
-    frontier_platform::streams::ensure_finished_games(js, ns)
+    frontier_platform::streams::ensure_finished_games(js, ns, replicas)
         .await
         .map(|_| ())
         .map_err(BusError)

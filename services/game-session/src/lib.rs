@@ -98,12 +98,18 @@ pub async fn build(config: &Config) -> anyhow::Result<Service> {
         config::TEST_HOOK_VARIABLES,
     )?;
     let ns = Namespace::new(&config.namespace.namespace).map_err(anyhow::Error::msg)?;
-    let store = RedisStore::connect(&config.redis.redis_url, ns.clone())
-        .await
-        .context("connecting to Redis")?;
-    let bus = NatsBus::connect(&config.nats.nats_url, ns)
-        .await
-        .context("connecting to NATS")?;
+    let store = RedisStore::new(
+        config
+            .redis
+            .connect()
+            .await
+            .context("connecting to Redis")?,
+        ns.clone(),
+    );
+    let bus =
+        NatsBus::connect_replicated(&config.nats.nats_url, ns, config.nats.nats_stream_replicas)
+            .await
+            .context("connecting to NATS")?;
     let (layouts, settings) = rules_of_play(&config.play)?;
     let clock: Arc<dyn Clock> = Arc::new(SystemClock);
     let core = Arc::new(GameService::new(store, bus, clock, layouts, settings));

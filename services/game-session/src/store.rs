@@ -9,8 +9,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use frontier_platform::deadlines::{self, MemoryDeadlines, RedisDeadlines};
-use frontier_platform::{GameId, Namespace};
-use redis::aio::ConnectionManager;
+use frontier_platform::{GameId, Namespace, RedisConn, Shard};
 
 /// A storage failure (the backend is down or answered nonsense).
 #[derive(Debug, thiserror::Error)]
@@ -111,7 +110,8 @@ pub trait GameStore: Send + Sync + 'static {
         code: &str,
     ) -> impl Future<Output = Result<Option<GameId>, StoreError>> + Send;
 
-    /// Finished games whose record is not yet acknowledged by the stream.
+    /// Finished games whose record is not yet acknowledged by the stream (those of every
+    /// shard that answers: an error only when none does).
     fn outbox(&self) -> impl Future<Output = Result<Vec<GameId>, StoreError>> + Send;
 
     /// The record of `game` reached the stream.
@@ -182,18 +182,15 @@ pub trait GameStore: Send + Sync + 'static {
     ) -> impl Future<Output = Result<Vec<GameId>, StoreError>> + Send;
 }
 
-/// Offer: KEYS offer hash, first player's set, second player's set; ARGV by, new game id,
-/// ttl (ms), game id. Answers the existing offer (`{by, state, new}`), or nil once stored.
+/// Offer: KEYS offer hash; ARGV by, new game id, ttl (ms). Answers the existing offer
+/// (`{by, state, new}`), or nil once stored. One key, so it runs on a Redis Cluster; the
+/// players' sets of games with offers (an index for lapsing them) are written before it.
 const OFFER_REMATCH: &str = r#"
 if redis.call('EXISTS', KEYS[1]) == 1 then
   return redis.call('HMGET', KEYS[1], 'by', 'state', 'new')
 end
 redis.call('HSET', KEYS[1], 'by', ARGV[1], 'state', 'offered', 'new', ARGV[2])
 redis.call('PEXPIRE', KEYS[1], ARGV[3])
-for i = 2, 3 do
-  redis.call('SADD', KEYS[i], ARGV[4])
-  redis.call('PEXPIRE', KEYS[i], ARGV[3])
-end
 return nil
 "#;
 
@@ -243,9 +240,9 @@ fn offer_of(fields: Option<Vec<Option<String>>>) -> Result<Option<RematchOffer>,
 /// Compare-and-set of a game: KEYS state, log, outbox, deadlines, bot-job outbox; ARGV
 /// expected, version, state, ttl-seconds (0: none), game id, deadline (Unix ms, or -1 for
 /// none), outbox (1 to add the game to it), bot job id (empty: none), bot job, then the log
-/// entries. (One Redis: the outbox and deadline sets are shared by all games, so under
-/// Redis Cluster they would need one per slot.) The deadline part is the clock contract's
-/// own snippet (`frontier_platform::deadlines`).
+/// entries. The outbox, deadline and bot-job sets are the game's shard's, so every key
+/// shares the game's hash tag (one Redis Cluster slot). The deadline part is the clock
+/// contract's own snippet (`frontier_platform::deadlines`).
 fn cas_script() -> String {
     let head = r#"
 local current = redis.call('HGET', KEYS[1], 'v')
@@ -272,10 +269,11 @@ return 1
     )
 }
 
-/// Games in Redis: a hash per game (`v`, `s`), a list as its log, a set as the outbox.
+/// Games in Redis: a hash per game (`v`, `s`), a list as its log, a set per shard as the
+/// outbox. Works on one Redis or a Redis Cluster.
 #[derive(Clone)]
 pub struct RedisStore {
-    conn: ConnectionManager,
+    conn: RedisConn,
     ns: Namespace,
     cas: Arc<redis::Script>,
     rematch_scripts: Arc<[redis::Script; 3]>,
@@ -283,11 +281,15 @@ pub struct RedisStore {
 }
 
 impl RedisStore {
-    /// Connects (and keeps reconnecting) to Redis.
-    pub async fn connect(url: &str, ns: Namespace) -> Result<RedisStore, StoreError> {
-        let client = redis::Client::open(url)?;
-        let conn = ConnectionManager::new(client).await?;
-        Ok(RedisStore {
+    /// Connects (and keeps reconnecting) to Redis: `urls` as
+    /// [`RedisConn::connect`] takes them (a list of seeds means a cluster).
+    pub async fn connect(urls: &str, ns: Namespace) -> Result<RedisStore, StoreError> {
+        Ok(RedisStore::new(RedisConn::connect(urls, false).await?, ns))
+    }
+
+    /// Over this connection.
+    pub fn new(conn: RedisConn, ns: Namespace) -> RedisStore {
+        RedisStore {
             deadlines: RedisDeadlines::new(conn.clone(), ns.clone()),
             conn,
             ns,
@@ -297,21 +299,12 @@ impl RedisStore {
                 redis::Script::new(ACCEPT_REMATCH),
                 redis::Script::new(DROP_REMATCH),
             ]),
-        })
+        }
     }
 
     /// The Redis connection (for readiness checks).
-    pub fn connection(&self) -> ConnectionManager {
+    pub fn connection(&self) -> RedisConn {
         self.conn.clone()
-    }
-
-    fn outbox_key(&self) -> String {
-        format!("{}:finished-outbox", self.ns.prefix())
-    }
-
-    /// The bot-job outbox: a hash of job id → job.
-    pub fn bot_outbox_key(&self) -> String {
-        format!("{}:bot-outbox", self.ns.prefix())
     }
 
     /// A game's rematch offer: a hash (`by`, `state` offered/accepted, `new` game id)
@@ -347,9 +340,9 @@ impl GameStore for RedisStore {
         invocation
             .key(self.ns.game_state_key(&write.game))
             .key(self.ns.game_log_key(&write.game))
-            .key(self.outbox_key())
-            .key(self.ns.deadlines_key())
-            .key(self.bot_outbox_key())
+            .key(self.ns.finished_outbox_key(Shard::of(&write.game)))
+            .key(self.ns.deadlines_key(Shard::of(&write.game)))
+            .key(self.ns.bot_outbox_key(Shard::of(&write.game)))
             .arg(write.expected)
             .arg(write.version)
             .arg(write.state.as_ref())
@@ -418,17 +411,35 @@ impl GameStore for RedisStore {
 
     async fn outbox(&self) -> Result<Vec<GameId>, StoreError> {
         let mut conn = self.conn.clone();
-        let ids: Vec<String> = redis::cmd("SMEMBERS")
-            .arg(self.outbox_key())
-            .query_async(&mut conn)
-            .await?;
-        Ok(ids.into_iter().filter_map(|s| s.parse().ok()).collect())
+        let mut games = Vec::new();
+        let (mut reached, mut failure) = (0, None);
+        for shard in Shard::all() {
+            let ids: redis::RedisResult<Vec<String>> = redis::cmd("SMEMBERS")
+                .arg(self.ns.finished_outbox_key(shard))
+                .query_async(&mut conn)
+                .await;
+            match ids {
+                Ok(ids) => {
+                    reached += 1;
+                    games.extend(ids.into_iter().filter_map(|s| s.parse::<GameId>().ok()));
+                }
+                // A shard whose Redis node is down waits for the next sweep; the others go.
+                Err(e) => {
+                    tracing::warn!(shard = shard.index(), error = %e, "outbox shard unreachable");
+                    failure.get_or_insert(e);
+                }
+            }
+        }
+        match failure {
+            Some(e) if reached == 0 => Err(e.into()),
+            _ => Ok(games),
+        }
     }
 
     async fn outbox_done(&self, game: &GameId) -> Result<(), StoreError> {
         let mut conn = self.conn.clone();
         let _: i64 = redis::cmd("SREM")
-            .arg(self.outbox_key())
+            .arg(self.ns.finished_outbox_key(Shard::of(game)))
             .arg(game.to_string())
             .query_async(&mut conn)
             .await?;
@@ -437,23 +448,45 @@ impl GameStore for RedisStore {
 
     async fn bot_outbox(&self) -> Result<Vec<OutboxJob>, StoreError> {
         let mut conn = self.conn.clone();
-        let jobs: Vec<(String, Vec<u8>)> = redis::cmd("HGETALL")
-            .arg(self.bot_outbox_key())
-            .query_async(&mut conn)
-            .await?;
-        Ok(jobs
-            .into_iter()
-            .map(|(id, payload)| OutboxJob {
-                id,
-                payload: Bytes::from(payload),
-            })
-            .collect())
+        let mut out = Vec::new();
+        let (mut reached, mut failure) = (0, None);
+        for shard in Shard::all() {
+            let jobs: redis::RedisResult<Vec<(String, Vec<u8>)>> = redis::cmd("HGETALL")
+                .arg(self.ns.bot_outbox_key(shard))
+                .query_async(&mut conn)
+                .await;
+            match jobs {
+                Ok(jobs) => {
+                    reached += 1;
+                    out.extend(jobs.into_iter().map(|(id, payload)| OutboxJob {
+                        id,
+                        payload: Bytes::from(payload),
+                    }));
+                }
+                Err(e) => {
+                    tracing::warn!(shard = shard.index(), error = %e, "bot outbox shard unreachable");
+                    failure.get_or_insert(e);
+                }
+            }
+        }
+        match failure {
+            Some(e) if reached == 0 => Err(e.into()),
+            _ => Ok(out),
+        }
     }
 
     async fn bot_outbox_done(&self, id: &str) -> Result<(), StoreError> {
+        let job = OutboxJob {
+            id: id.to_owned(),
+            payload: Bytes::new(),
+        };
+        // A job id names its game, and so its shard; an id that names none is in no shard.
+        let Some((game, _)) = job.game_and_version() else {
+            return Ok(());
+        };
         let mut conn = self.conn.clone();
         let _: i64 = redis::cmd("HDEL")
-            .arg(self.bot_outbox_key())
+            .arg(self.ns.bot_outbox_key(Shard::of(&game)))
             .arg(id)
             .query_async(&mut conn)
             .await?;
@@ -521,14 +554,30 @@ impl GameStore for RedisStore {
         ttl: Duration,
     ) -> Result<Option<RematchOffer>, StoreError> {
         let mut conn = self.conn.clone();
+        let ttl_ms = ttl.as_millis().max(1) as u64;
+        // The index first: an index entry whose offer was never stored is harmless (a lapse
+        // finds nothing there), an offer missing from the index would only end by its TTL.
+        // Each player's set is its own key (its own slot on a cluster).
+        for player in players {
+            let key = self.rematch_games_key(player);
+            let _: () = redis::pipe()
+                .atomic()
+                .cmd("SADD")
+                .arg(&key)
+                .arg(game.to_string())
+                .ignore()
+                .cmd("PEXPIRE")
+                .arg(&key)
+                .arg(ttl_ms)
+                .ignore()
+                .query_async(&mut conn)
+                .await?;
+        }
         let existing: Option<Vec<Option<String>>> = self.rematch_scripts[0]
             .key(self.rematch_key(game))
-            .key(self.rematch_games_key(players[0]))
-            .key(self.rematch_games_key(players[1]))
             .arg(offer.by.name())
             .arg(offer.new_game.to_string())
-            .arg(ttl.as_millis().max(1) as u64)
-            .arg(game.to_string())
+            .arg(ttl_ms)
             .invoke_async(&mut conn)
             .await?;
         offer_of(existing)

@@ -64,7 +64,7 @@ async fn start(svc: &Service, color: Color) -> (GameId, Player) {
 /// A pull consumer on the bot-job stream, as the workers have.
 async fn consumer(svc: &Service, ns: &Namespace) -> jetstream::consumer::Consumer<pull::Config> {
     let js = svc.bus().jetstream();
-    let stream = frontier_platform::streams::ensure_bot_jobs(&js, ns)
+    let stream = frontier_platform::streams::ensure_bot_jobs(&js, ns, 1)
         .await
         .expect("stream");
     stream

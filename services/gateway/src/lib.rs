@@ -96,13 +96,14 @@ pub async fn build(config: &Config) -> anyhow::Result<Service> {
         .await
         .context("connecting to Postgres")?;
     MIGRATOR.run(&pool).await.context("applying migrations")?;
-    let nats = async_nats::connect(&config.nats.nats_url)
+    let nats = frontier_platform::streams::connect(&config.nats.nats_url)
         .await
-        .context("connecting to NATS")?;
+        .map_err(anyhow::Error::msg)?;
     let jwt = JwtKeys::new(config.jwt.jwt_secret.as_bytes(), config.jwt.jwt_ttl)
         .map_err(anyhow::Error::msg)?;
-    let redis = redis::Client::open(config.redis.redis_url.as_str()).context("Redis URL")?;
-    let redis = redis::aio::ConnectionManager::new(redis)
+    let redis = config
+        .redis
+        .connect()
         .await
         .context("connecting to Redis")?;
     let hasher = HashPool::with_limits(hashing::PoolLimits {

@@ -25,8 +25,8 @@ use std::time::{Duration, Instant};
 
 use axum::http::HeaderMap;
 use frontier_platform::Namespace;
+use frontier_platform::RedisConn;
 use frontier_platform::config::parse_duration;
-use redis::aio::ConnectionManager;
 
 /// How long a limit check waits for Redis before letting the request through.
 pub const REDIS_TIMEOUT: Duration = Duration::from_millis(500);
@@ -413,12 +413,11 @@ redis.call('PEXPIRE', KEYS[1], ARGV[3])
 return 1
 ";
 
-/// KEYS the slot sets of one connection; ARGV member, lease ms.
+/// KEYS[1] one slot set of a connection; ARGV member, lease ms. (One key per call: a
+/// connection's address and player sets lie in different Redis Cluster slots.)
 const REFRESH_SCRIPT: &str = r"
-for i, key in ipairs(KEYS) do
-  redis.call('ZADD', key, now + tonumber(ARGV[2]), ARGV[1])
-  redis.call('PEXPIRE', key, ARGV[2])
-end
+redis.call('ZADD', KEYS[1], now + tonumber(ARGV[2]), ARGV[1])
+redis.call('PEXPIRE', KEYS[1], ARGV[2])
 return 1
 ";
 
@@ -484,7 +483,7 @@ impl LocalRefusals {
 /// The limits, on Redis; [`Limits::disabled`] lets everything through (in-memory mode).
 #[derive(Clone)]
 pub struct Limits {
-    redis: Option<ConnectionManager>,
+    redis: Option<RedisConn>,
     ns: Namespace,
     scripts: Arc<Scripts>,
     local: Arc<LocalRefusals>,
@@ -504,7 +503,7 @@ fn ms(d: Duration) -> u64 {
 
 impl Limits {
     /// Limits kept in Redis under `ns`.
-    pub fn new(redis: Option<ConnectionManager>, ns: Namespace, args: LimitArgs) -> Limits {
+    pub fn new(redis: Option<RedisConn>, ns: Namespace, args: LimitArgs) -> Limits {
         Limits {
             redis,
             ns,
@@ -649,15 +648,11 @@ impl Limits {
 
     /// Extends the leases of connection `id`'s slots.
     pub async fn refresh(&self, slots: &[(Slot, String)], id: &str) {
-        if slots.is_empty() {
-            return;
-        }
-        let mut call = self.scripts.refresh.prepare_invoke();
         for (slot, subject) in slots {
-            call.key(self.slot_key(*slot, subject));
+            let mut call = self.scripts.refresh.key(self.slot_key(*slot, subject));
+            call.arg(id).arg(ms(self.args.ws_lease));
+            let _ = self.invoke::<i64>("ws_refresh", call).await;
         }
-        call.arg(id).arg(ms(self.args.ws_lease));
-        let _ = self.invoke::<i64>("ws_refresh", call).await;
     }
 
     /// Gives back connection `id`'s slots.
@@ -676,20 +671,17 @@ impl Limits {
             }
             return;
         };
-        if slots.is_empty() {
-            return;
-        }
-        let mut pipe = redis::pipe();
+        // One command per set: they lie in different Redis Cluster slots.
         for (slot, subject) in slots {
-            pipe.cmd("ZREM")
+            let zrem = redis::cmd("ZREM")
                 .arg(self.slot_key(*slot, subject))
                 .arg(id)
-                .ignore();
-        }
-        match tokio::time::timeout(REDIS_TIMEOUT, pipe.query_async::<()>(&mut conn)).await {
-            Ok(Ok(())) => {}
-            Ok(Err(e)) => limit_error("ws_release", &e.to_string()),
-            Err(_) => limit_error("ws_release", "timed out"),
+                .to_owned();
+            match tokio::time::timeout(REDIS_TIMEOUT, zrem.query_async::<i64>(&mut conn)).await {
+                Ok(Ok(_)) => {}
+                Ok(Err(e)) => limit_error("ws_release", &e.to_string()),
+                Err(_) => limit_error("ws_release", "timed out"),
+            }
         }
     }
 

@@ -68,13 +68,14 @@ pub struct Service<G = GameSessionMaker, N = NatsNotifier, R = Ratingsource, T =
 /// rating service lazily).
 pub async fn build(config: &Config) -> anyhow::Result<Service> {
     let ns = Namespace::new(&config.namespace.namespace).map_err(anyhow::Error::msg)?;
-    let redis = redis::Client::open(config.redis.redis_url.as_str()).context("Redis URL")?;
-    let conn = redis::aio::ConnectionManager::new(redis)
+    let conn = config
+        .redis
+        .connect()
         .await
         .context("connecting to Redis")?;
-    let nats = async_nats::connect(&config.nats.nats_url)
+    let nats = frontier_platform::streams::connect(&config.nats.nats_url)
         .await
-        .context("connecting to NATS")?;
+        .map_err(anyhow::Error::msg)?;
     let ratings = match &config.rating_url {
         Some(url) => Ratingsource::Service(RatingServiceSource::new(
             frontier_proto::rating_client(url).map_err(anyhow::Error::msg)?,

@@ -30,7 +30,7 @@ use std::time::Duration;
 
 use frontier_pairing::Pool;
 use frontier_platform::Namespace;
-use redis::aio::ConnectionManager;
+use frontier_platform::RedisConn;
 
 use crate::ticket::{MatchRecord, StoredTicket};
 
@@ -300,7 +300,7 @@ pub trait TicketStore: Send + Sync + 'static {
 /// The tickets in Redis.
 #[derive(Clone)]
 pub struct RedisTickets {
-    conn: ConnectionManager,
+    conn: RedisConn,
     prefix: String,
     scripts: Arc<Scripts>,
 }
@@ -326,10 +326,11 @@ pub const HISTORY_TTL: Duration = Duration::from_secs(86_400);
 pub const LAPSED_PER_STEP: usize = 500;
 
 impl RedisTickets {
-    /// Over this connection, in this namespace.
-    pub fn new(conn: ConnectionManager, ns: &Namespace) -> RedisTickets {
+    /// Over this connection (one Redis or a Redis Cluster: every key shares the `{mm}`
+    /// hash tag, so each script touches one slot), in this namespace.
+    pub fn new(conn: impl Into<RedisConn>, ns: &Namespace) -> RedisTickets {
         RedisTickets {
-            conn,
+            conn: conn.into(),
             prefix: ns.matchmaking_prefix(),
             scripts: Arc::new(Scripts {
                 seek: redis::Script::new(SEEK_SCRIPT),

@@ -235,17 +235,20 @@ async fn a_thousand_tickets_three_instances_one_killed_no_double_match() {
     .await;
     assert!(settled.is_ok(), "every ticket settled within a minute");
 
-    // The game records, from game-session.
+    // The game records, from game-session (state keys `<ns>:{<shard tag>}:game:<id>`).
     let keys: Vec<String> = redis::cmd("KEYS")
-        .arg(format!("{}:game:{{*}}", ns.prefix()))
+        .arg(format!("{}:{{*}}:game:*", ns.prefix()))
         .query_async(&mut conn)
         .await
         .expect("KEYS");
     let mut games_of: HashMap<String, usize> = HashMap::new();
     let mut bot_games = 0;
     let mut game_count = 0;
-    for key in keys.iter().filter(|k| k.ends_with('}')) {
-        let id = &key[key.rfind('{').expect("a hash tag") + 1..key.len() - 1];
+    let ids = keys
+        .iter()
+        .filter_map(|k| k.rsplit_once(":game:").map(|(_, id)| id))
+        .filter(|id| !id.contains(':'));
+    for id in ids {
         let view = sessions
             .view(&id.parse().expect("a game id"), "")
             .await

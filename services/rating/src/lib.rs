@@ -110,6 +110,9 @@ pub struct ConsumerSettings {
     pub retry_base: Duration,
     /// Longest retry delay.
     pub retry_cap: Duration,
+    /// Replicas of the finished-games stream if this consumer creates it (3 on a NATS
+    /// cluster).
+    pub stream_replicas: u8,
     /// TEST ONLY (`test-hooks` builds): hang between commit and ack.
     #[cfg(feature = "test-hooks")]
     pub hang_after_commit: bool,
@@ -124,6 +127,7 @@ impl ConsumerSettings {
             max_deliver: 100,
             retry_base: Duration::from_secs(1),
             retry_cap: Duration::from_secs(60),
+            stream_replicas: 1,
             #[cfg(feature = "test-hooks")]
             hang_after_commit: false,
         }
@@ -191,9 +195,10 @@ pub async fn consume<S: RatingStore>(
 ) -> anyhow::Result<()> {
     let js = jetstream::new(client.clone());
     let consumer_name = settings.name.as_str();
-    let stream = frontier_platform::streams::ensure_finished_games(&js, ns)
-        .await
-        .map_err(anyhow::Error::msg)?;
+    let stream =
+        frontier_platform::streams::ensure_finished_games(&js, ns, settings.stream_replicas)
+            .await
+            .map_err(anyhow::Error::msg)?;
     let consumer = stream
         .get_or_create_consumer(
             consumer_name,
@@ -480,10 +485,11 @@ pub async fn build(config: &Config) -> anyhow::Result<Service> {
         .await
         .context("connecting to Postgres")?;
     MIGRATOR.run(&pool).await.context("applying migrations")?;
-    let nats = async_nats::connect(&config.nats.nats_url)
+    let nats = frontier_platform::streams::connect(&config.nats.nats_url)
         .await
-        .context("connecting to NATS")?;
+        .map_err(anyhow::Error::msg)?;
     let settings = ConsumerSettings {
+        stream_replicas: config.nats.nats_stream_replicas,
         name: config.consumer.clone(),
         ack_wait: config.ack_wait,
         max_deliver: config.max_deliver,

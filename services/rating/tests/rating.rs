@@ -33,7 +33,7 @@ async fn env() -> Env {
         .await
         .expect("NATS");
     let js = jetstream::new(nats.clone());
-    frontier_platform::streams::ensure_finished_games(&js, &ns)
+    frontier_platform::streams::ensure_finished_games(&js, &ns, 1)
         .await
         .expect("stream");
     Env {

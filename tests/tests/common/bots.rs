@@ -84,7 +84,7 @@ impl BotDriver {
         let ns = frontier_platform::Namespace::new(&p.namespace).map_err(anyhow::Error::msg)?;
         let nats = async_nats::connect(frontier_testkit::nats_url()).await?;
         let js = jetstream::new(nats);
-        let stream = frontier_platform::streams::ensure_bot_jobs(&js, &ns)
+        let stream = frontier_platform::streams::ensure_bot_jobs(&js, &ns, 1)
             .await
             .map_err(anyhow::Error::msg)?;
         let consumer = stream

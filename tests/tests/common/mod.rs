@@ -39,6 +39,28 @@ pub const GENEROUS_LIMITS: &[(&str, &str)] = &[
 /// How long a test waits for a frame before failing.
 pub const WAIT: Duration = Duration::from_secs(30);
 
+/// Where a platform's Redis and NATS are.
+#[derive(Debug, Clone)]
+pub struct Servers {
+    /// Redis URL (comma-separated seeds: a Redis Cluster).
+    pub redis: String,
+    /// NATS URL (comma-separated seeds: a NATS cluster).
+    pub nats: String,
+    /// Replicas of the JetStream streams the services create.
+    pub replicas: u8,
+}
+
+impl Servers {
+    /// The test run's Redis and NATS (one server each).
+    pub fn of_the_run() -> Servers {
+        Servers {
+            redis: frontier_testkit::redis_url(),
+            nats: frontier_testkit::nats_url(),
+            replicas: 1,
+        }
+    }
+}
+
 /// A running platform.
 pub struct Platform {
     /// Gateway HTTP/WebSocket addresses.
@@ -55,6 +77,8 @@ pub struct Platform {
     pub rating_url: String,
     /// Matchmaking instances' gRPC addresses (with [`Platform::start_matchmade`]).
     pub matchmakers: Vec<SocketAddr>,
+    /// Its Redis and NATS.
+    pub servers: Arc<Servers>,
     shutdowns: Vec<Shutdown>,
     tasks: Vec<tokio::task::JoinHandle<anyhow::Result<()>>>,
 }
@@ -81,6 +105,7 @@ impl Platform {
         matchmaking_flags: &[&str],
     ) -> anyhow::Result<Platform> {
         Platform::start_inner(
+            &Servers::of_the_run(),
             gateways,
             sessions,
             None,
@@ -101,6 +126,7 @@ impl Platform {
         gateway_flags: &[(&str, &str)],
     ) -> anyhow::Result<Platform> {
         Platform::start_inner(
+            &Servers::of_the_run(),
             gateways,
             sessions,
             None,
@@ -122,6 +148,7 @@ impl Platform {
         gateway_flags: &[(&str, &str)],
     ) -> anyhow::Result<Platform> {
         Platform::start_inner(
+            &Servers::of_the_run(),
             gateways,
             sessions,
             layout,
@@ -143,6 +170,7 @@ impl Platform {
         (matchmakers, matchmaking_flags): (usize, &[&str]),
     ) -> anyhow::Result<Platform> {
         Platform::start_inner(
+            &Servers::of_the_run(),
             gateways,
             sessions,
             layout,
@@ -153,7 +181,29 @@ impl Platform {
         .await
     }
 
+    /// As [`Platform::start_with`] (no gateway flags), on these servers.
+    #[allow(dead_code)] // Only the cluster tests start on other servers.
+    pub async fn start_on(
+        servers: &Servers,
+        gateways: usize,
+        sessions: usize,
+        layout: Option<&str>,
+        session_flags: &[&str],
+    ) -> anyhow::Result<Platform> {
+        Platform::start_inner(
+            servers,
+            gateways,
+            sessions,
+            layout,
+            session_flags,
+            &[],
+            (0, &[]),
+        )
+        .await
+    }
+
     async fn start_inner(
+        servers: &Servers,
         gateways: usize,
         sessions: usize,
         layout: Option<&str>,
@@ -171,6 +221,7 @@ impl Platform {
             rating: Arc::default(),
             rating_url: String::new(),
             matchmakers: Vec::new(),
+            servers: Arc::new(servers.clone()),
             shutdowns: Vec::new(),
             tasks: Vec::new(),
         };
@@ -178,13 +229,15 @@ impl Platform {
             let mut args = vec![
                 "game-session".to_owned(),
                 "--redis-url".into(),
-                frontier_testkit::redis_url(),
+                servers.redis.clone(),
                 "--nats-url".into(),
-                frontier_testkit::nats_url(),
+                servers.nats.clone(),
                 "--namespace".into(),
                 namespace.clone(),
                 "--outbox-interval".into(),
                 "1s".into(),
+                "--nats-stream-replicas".into(),
+                servers.replicas.to_string(),
             ];
             if let Some(layout) = layout {
                 args.push("--test-fixed-layout".into());
@@ -207,7 +260,9 @@ impl Platform {
             let pool = sqlx_pool(&database_url).await?;
             frontier_rating::MIGRATOR.run(&pool).await?;
             let store = frontier_rating::PgStore::new(pool);
-            let nats = async_nats::connect(frontier_testkit::nats_url()).await?;
+            let nats = frontier_platform::streams::connect(&servers.nats)
+                .await
+                .map_err(anyhow::Error::msg)?;
             let ns = frontier_platform::Namespace::new(&namespace).map_err(anyhow::Error::msg)?;
             let shutdown = Shutdown::new();
             platform.shutdowns.push(shutdown.clone());
@@ -222,9 +277,11 @@ impl Platform {
                 shutdown.clone(),
             )));
             let rating = platform.rating.clone();
+            let stream_replicas = servers.replicas;
             platform.tasks.push(tokio::spawn(async move {
                 let settings = frontier_rating::ConsumerSettings {
                     ack_wait: Duration::from_secs(5),
+                    stream_replicas,
                     ..frontier_rating::ConsumerSettings::named("rating")
                 };
                 frontier_rating::consume(store, nats, &ns, &settings, rating, shutdown).await
@@ -245,9 +302,9 @@ impl Platform {
                 "--rating-url".into(),
                 rating_url.clone(),
                 "--redis-url".into(),
-                frontier_testkit::redis_url(),
+                servers.redis.clone(),
                 "--nats-url".into(),
-                frontier_testkit::nats_url(),
+                servers.nats.clone(),
                 "--namespace".into(),
                 namespace.clone(),
             ];
@@ -269,7 +326,7 @@ impl Platform {
                 "--game-session-urls".into(),
                 format!("http://{session}"),
                 "--nats-url".into(),
-                frontier_testkit::nats_url(),
+                servers.nats.clone(),
                 "--database-url".into(),
                 database_url.clone(),
                 "--namespace".into(),
@@ -281,7 +338,7 @@ impl Platform {
                 "--rating-url".into(),
                 rating_url.clone(),
                 "--redis-url".into(),
-                frontier_testkit::redis_url(),
+                servers.redis.clone(),
             ];
             if !platform.matchmakers.is_empty() {
                 args.push("--matchmaking-url".into());
@@ -323,7 +380,7 @@ impl Platform {
         let config = frontier_clock::Config::try_parse_from([
             "clock".to_owned(),
             "--redis-url".into(),
-            frontier_testkit::redis_url(),
+            self.servers.redis.clone(),
             "--namespace".into(),
             self.namespace.clone(),
             "--game-session-urls".into(),
@@ -349,7 +406,7 @@ impl Platform {
             let config = frontier_bot_worker::Config::try_parse_from([
                 "bot-worker".to_owned(),
                 "--nats-url".into(),
-                frontier_testkit::nats_url(),
+                self.servers.nats.clone(),
                 "--namespace".into(),
                 self.namespace.clone(),
                 "--game-session-urls".into(),
@@ -380,7 +437,7 @@ impl Platform {
         for t in self.tasks {
             let _ = tokio::time::timeout(Duration::from_secs(5), t).await;
         }
-        if let Ok(client) = async_nats::connect(frontier_testkit::nats_url()).await
+        if let Ok(client) = frontier_platform::streams::connect(&self.servers.nats).await
             && let Ok(ns) = frontier_platform::Namespace::new(&self.namespace)
         {
             let js = async_nats::jetstream::new(client);

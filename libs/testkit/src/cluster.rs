@@ -1,0 +1,378 @@
+//! Throwaway clusters on loopback for the cluster tests: a Redis Cluster of three masters
+//! (`redis-server --cluster-enabled yes`, joined with `redis-cli --cluster create`) and a
+//! NATS cluster of three JetStream servers (`nats-server --cluster … --routes …`), each
+//! node in its own folder of a temporary directory, any node killed (SIGKILL) and
+//! restarted from its folder on demand. Every process is killed when the value drops.
+//!
+//! The Redis masters have no replicas: a killed master's slots are down until it is
+//! restarted, and it comes back with everything it acknowledged (append-only file,
+//! `appendfsync always`). `cluster-require-full-coverage no` keeps the other masters
+//! serving their slots meanwhile.
+
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context as _, bail};
+
+/// How long a cluster may take to form or to take a node back.
+const FORM_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// A free loopback port `p` whose `p + 10000` (Redis Cluster's bus port) is free too.
+fn free_port_pair() -> anyhow::Result<u16> {
+    for _ in 0..200 {
+        let listener = TcpListener::bind("127.0.0.1:0")?;
+        let port = listener.local_addr()?.port();
+        if port < 55_000 && TcpListener::bind(("127.0.0.1", port + 10_000)).is_ok() {
+            return Ok(port);
+        }
+    }
+    bail!("no free pair of loopback ports")
+}
+
+fn free_port() -> anyhow::Result<u16> {
+    Ok(TcpListener::bind("127.0.0.1:0")?.local_addr()?.port())
+}
+
+fn temp_dir(kind: &str) -> anyhow::Result<PathBuf> {
+    let dir =
+        std::env::temp_dir().join(format!("frontier-{kind}-{}", uuid::Uuid::new_v4().simple()));
+    std::fs::create_dir_all(&dir)?;
+    Ok(dir)
+}
+
+fn log_file(dir: &Path, name: &str) -> anyhow::Result<Stdio> {
+    Ok(std::fs::File::create(dir.join(name))?.into())
+}
+
+/// Waits (polling every 50 ms) until `ready` holds, at most `timeout`.
+fn wait_until(
+    what: &str,
+    timeout: Duration,
+    mut ready: impl FnMut() -> bool,
+) -> anyhow::Result<()> {
+    let start = Instant::now();
+    while !ready() {
+        if start.elapsed() > timeout {
+            bail!("{what}: not ready after {timeout:?}");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    Ok(())
+}
+
+/// A Redis Cluster of three masters on loopback.
+pub struct RedisCluster {
+    dir: PathBuf,
+    ports: Vec<u16>,
+    nodes: Vec<Option<Child>>,
+}
+
+impl RedisCluster {
+    /// Starts three masters, joins them into a cluster (slots split evenly, no replicas)
+    /// and waits until every node reports the cluster up.
+    pub fn start() -> anyhow::Result<RedisCluster> {
+        let dir = temp_dir("redis-cluster")?;
+        let mut cluster = RedisCluster {
+            dir,
+            ports: Vec::new(),
+            nodes: Vec::new(),
+        };
+        for _ in 0..3 {
+            cluster.ports.push(free_port_pair()?);
+            cluster.nodes.push(None);
+        }
+        for i in 0..3 {
+            cluster.spawn(i)?;
+        }
+        for &port in &cluster.ports {
+            wait_until("redis node", FORM_TIMEOUT, || cli(port, &["PING"]).is_ok())?;
+        }
+        let addresses: Vec<String> = cluster
+            .ports
+            .iter()
+            .map(|p| format!("127.0.0.1:{p}"))
+            .collect();
+        let out = Command::new("redis-cli")
+            .arg("--cluster")
+            .arg("create")
+            .args(&addresses)
+            .args(["--cluster-replicas", "0", "--cluster-yes"])
+            .output()
+            .context("redis-cli --cluster create")?;
+        if !out.status.success() {
+            bail!(
+                "redis-cli --cluster create failed: {}",
+                String::from_utf8_lossy(&out.stdout)
+            );
+        }
+        cluster.wait_up()?;
+        Ok(cluster)
+    }
+
+    fn spawn(&mut self, i: usize) -> anyhow::Result<()> {
+        let node_dir = self.dir.join(format!("n{i}"));
+        std::fs::create_dir_all(&node_dir)?;
+        let child = Command::new("redis-server")
+            .args(["--port", &self.ports[i].to_string()])
+            .args(["--bind", "127.0.0.1"])
+            .args(["--cluster-enabled", "yes"])
+            .args(["--cluster-config-file", "nodes.conf"])
+            .args(["--cluster-node-timeout", "1000"])
+            .args(["--cluster-require-full-coverage", "no"])
+            .args(["--appendonly", "yes"])
+            .args(["--appendfsync", "always"])
+            .args(["--save", ""])
+            .arg("--dir")
+            .arg(&node_dir)
+            .stdout(log_file(&node_dir, "redis.log")?)
+            .stderr(Stdio::null())
+            .spawn()
+            .context("starting redis-server (is Redis 7 installed?)")?;
+        self.nodes[i] = Some(child);
+        Ok(())
+    }
+
+    /// Waits until every running node reports `cluster_state:ok` and sees every master.
+    pub fn wait_up(&self) -> anyhow::Result<()> {
+        for (i, &port) in self.ports.iter().enumerate() {
+            if self.nodes[i].is_none() {
+                continue;
+            }
+            wait_until("redis cluster", FORM_TIMEOUT, || {
+                cli(port, &["CLUSTER", "INFO"]).is_ok_and(|info| {
+                    info.contains("cluster_state:ok") && info.contains("cluster_known_nodes:3")
+                })
+            })?;
+        }
+        Ok(())
+    }
+
+    /// The seed URLs, comma-separated (as `FRONTIER_REDIS_URL` takes them).
+    pub fn urls(&self) -> String {
+        self.ports
+            .iter()
+            .map(|p| format!("redis://127.0.0.1:{p}"))
+            .collect::<Vec<_>>()
+            .join(",")
+    }
+
+    /// The port of master `i`.
+    pub fn port(&self, i: usize) -> u16 {
+        self.ports[i]
+    }
+
+    /// Which master (index) serves `slot`, from `CLUSTER NODES` of a running node.
+    pub fn master_of_slot(&self, slot: u16) -> anyhow::Result<usize> {
+        let running = (0..3)
+            .find(|&i| self.nodes[i].is_some())
+            .context("no running node")?;
+        let nodes = cli(self.ports[running], &["CLUSTER", "NODES"])?;
+        for line in nodes.lines() {
+            let fields: Vec<&str> = line.split_whitespace().collect();
+            let Some(port) = fields
+                .get(1)
+                .and_then(|a| a.split(['@', ',']).next())
+                .and_then(|a| a.rsplit_once(':'))
+                .and_then(|(_, p)| p.parse::<u16>().ok())
+            else {
+                continue;
+            };
+            let serves = fields.iter().skip(8).any(|range| {
+                let (start, end) = range.split_once('-').unwrap_or((range, range));
+                matches!(
+                    (start.parse::<u16>(), end.parse::<u16>()),
+                    (Ok(a), Ok(b)) if (a..=b).contains(&slot)
+                )
+            });
+            if serves && let Some(i) = self.ports.iter().position(|&p| p == port) {
+                return Ok(i);
+            }
+        }
+        bail!("no master serves slot {slot}: {nodes}")
+    }
+
+    /// Kills master `i` (SIGKILL).
+    pub fn kill(&mut self, i: usize) -> anyhow::Result<()> {
+        if let Some(mut child) = self.nodes[i].take() {
+            child.kill()?;
+            child.wait()?;
+        }
+        Ok(())
+    }
+
+    /// Restarts master `i` from its folder (its node id, slots and data) and waits until
+    /// the cluster is up again.
+    pub fn restart(&mut self, i: usize) -> anyhow::Result<()> {
+        self.spawn(i)?;
+        self.wait_up()
+    }
+}
+
+impl Drop for RedisCluster {
+    fn drop(&mut self) {
+        for node in self.nodes.iter_mut().flatten() {
+            let _ = node.kill();
+            let _ = node.wait();
+        }
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// Runs `redis-cli -p <port> <args>`; its output, or an error if it failed or answered one.
+fn cli(port: u16, args: &[&str]) -> anyhow::Result<String> {
+    let out = Command::new("redis-cli")
+        .args(["-h", "127.0.0.1", "-p", &port.to_string()])
+        .args(args)
+        .stderr(Stdio::null())
+        .output()
+        .context("redis-cli")?;
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    if !out.status.success() || text.starts_with("ERR") || text.contains("Could not connect") {
+        bail!("redis-cli {args:?} on {port}: {text}");
+    }
+    Ok(text)
+}
+
+/// A NATS cluster of three JetStream servers on loopback.
+pub struct NatsCluster {
+    dir: PathBuf,
+    client_ports: Vec<u16>,
+    route_ports: Vec<u16>,
+    nodes: Vec<Option<Child>>,
+}
+
+impl NatsCluster {
+    /// Starts three servers routed to each other, each with its own JetStream store.
+    /// JetStream is usable once [`NatsCluster::wait_ready`] returns.
+    pub fn start() -> anyhow::Result<NatsCluster> {
+        let mut cluster = NatsCluster {
+            dir: temp_dir("nats-cluster")?,
+            client_ports: Vec::new(),
+            route_ports: Vec::new(),
+            nodes: Vec::new(),
+        };
+        for _ in 0..3 {
+            cluster.client_ports.push(free_port()?);
+            cluster.route_ports.push(free_port()?);
+            cluster.nodes.push(None);
+        }
+        for i in 0..3 {
+            cluster.spawn(i)?;
+        }
+        Ok(cluster)
+    }
+
+    fn spawn(&mut self, i: usize) -> anyhow::Result<()> {
+        let node_dir = self.dir.join(format!("n{i}"));
+        std::fs::create_dir_all(&node_dir)?;
+        let routes: Vec<String> = self
+            .route_ports
+            .iter()
+            .enumerate()
+            .filter(|(j, _)| *j != i)
+            .map(|(_, p)| format!("nats://127.0.0.1:{p}"))
+            .collect();
+        let child = Command::new("nats-server")
+            .args(["-a", "127.0.0.1"])
+            .args(["-p", &self.client_ports[i].to_string()])
+            .args(["-n", &format!("n{i}")])
+            .arg("-js")
+            .arg("-sd")
+            .arg(node_dir.join("js"))
+            .args([
+                "--cluster_name",
+                "frontier-test",
+                "--cluster",
+                &format!("nats://127.0.0.1:{}", self.route_ports[i]),
+                "--routes",
+                &routes.join(","),
+            ])
+            .stdout(Stdio::null())
+            .stderr(log_file(&node_dir, "nats.log")?)
+            .spawn()
+            .context("starting nats-server")?;
+        self.nodes[i] = Some(child);
+        Ok(())
+    }
+
+    /// Waits until JetStream answers through every running server (a meta leader is
+    /// elected and the servers are routed).
+    pub async fn wait_ready(&self) -> anyhow::Result<()> {
+        let start = Instant::now();
+        for (i, &port) in self.client_ports.iter().enumerate() {
+            if self.nodes[i].is_none() {
+                continue;
+            }
+            loop {
+                // The JetStream API's account info: answered (without an error) once a
+                // meta leader is elected and reachable from this server.
+                let ok = match async_nats::connect(format!("nats://127.0.0.1:{port}")).await {
+                    Ok(client) => matches!(
+                        tokio::time::timeout(
+                            Duration::from_secs(2),
+                            client.request("$JS.API.INFO", Vec::new().into()),
+                        )
+                        .await,
+                        Ok(Ok(reply)) if !String::from_utf8_lossy(&reply.payload).contains("\"error\"")
+                    ),
+                    Err(_) => false,
+                };
+                if ok {
+                    break;
+                }
+                if start.elapsed() > FORM_TIMEOUT {
+                    bail!("NATS cluster: JetStream not ready on {port} after {FORM_TIMEOUT:?}");
+                }
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+        }
+        Ok(())
+    }
+
+    /// The seed URLs, comma-separated (as `FRONTIER_NATS_URL` takes them).
+    pub fn urls(&self) -> String {
+        self.client_ports
+            .iter()
+            .map(|p| format!("nats://127.0.0.1:{p}"))
+            .collect::<Vec<_>>()
+            .join(",")
+    }
+
+    /// The client URL of server `i`.
+    pub fn url(&self, i: usize) -> String {
+        format!("nats://127.0.0.1:{}", self.client_ports[i])
+    }
+
+    /// The server name of node `i` (`n<i>`).
+    pub fn name(i: usize) -> String {
+        format!("n{i}")
+    }
+
+    /// Kills server `i` (SIGKILL).
+    pub fn kill(&mut self, i: usize) -> anyhow::Result<()> {
+        if let Some(mut child) = self.nodes[i].take() {
+            child.kill()?;
+            child.wait()?;
+        }
+        Ok(())
+    }
+
+    /// Restarts server `i` from its folder (its JetStream store) and waits until JetStream
+    /// answers through it.
+    pub async fn restart(&mut self, i: usize) -> anyhow::Result<()> {
+        self.spawn(i)?;
+        self.wait_ready().await
+    }
+}
+
+impl Drop for NatsCluster {
+    fn drop(&mut self) {
+        for node in self.nodes.iter_mut().flatten() {
+            let _ = node.kill();
+            let _ = node.wait();
+        }
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
