@@ -52,28 +52,33 @@ cleanup() {
   psql "$admin" -qc "drop database if exists $DB" >/dev/null 2>&1 || true
 }
 trap cleanup EXIT
-start() { "$@" >/dev/null 2>&1 & pids+=($!); }
+# BENCH_LOGS=DIR keeps each service's output in DIR/NAME.log (else it is discarded).
+start() {
+  local name=$1; shift
+  local log=/dev/null; [ -n "${BENCH_LOGS:-}" ] && log=$BENCH_LOGS/$name.log
+  "$@" >"$log" 2>&1 & pids+=($!); names+=("$name")
+}
 gateway_pid=
 if [ "$MODE" = dev ]; then
   started=$(date +%s%N)
-  start "$WHERE" dev --memory --listen $GW; names+=(dev); gateway_pid=${pids[-1]}
+  start dev "$WHERE" dev --memory --listen $GW; gateway_pid=${pids[-1]}
 elif [ "$MODE" = frontier ]; then
   # With their admin endpoints, as deployed: metrics are recorded.
-  start "$WHERE" game-session --listen $GS --admin-listen 127.0.0.1:19101; names+=(game-session)
-  start "$WHERE" rating --listen $RT --admin-listen 127.0.0.1:19103; names+=(rating)
+  start game-session "$WHERE" game-session --listen $GS --admin-listen 127.0.0.1:19101
+  start rating "$WHERE" rating --listen $RT --admin-listen 127.0.0.1:19103
   mm=()
   if [ -n "${BENCH_ALL:-}" ]; then
-    start "$WHERE" matchmaking --listen $MM --game-session-urls http://$GS --rating-url http://$RT --admin-listen 127.0.0.1:19105; names+=(matchmaking)
-    start "$WHERE" bot-worker --game-session-urls http://$GS --admin-listen 127.0.0.1:19104; names+=(bot-worker)
+    start matchmaking "$WHERE" matchmaking --listen $MM --game-session-urls http://$GS --rating-url http://$RT --admin-listen 127.0.0.1:19105
+    start bot-worker "$WHERE" bot-worker --game-session-urls http://$GS --admin-listen 127.0.0.1:19104
     mm=(--matchmaking-url http://$MM)
   fi
-  start "$WHERE" gateway --listen $GW --game-session-urls http://$GS --rating-url http://$RT "${mm[@]}" --admin-listen 127.0.0.1:19100; names+=(gateway); gateway_pid=${pids[-1]}
-  start "$WHERE" clock --game-session-urls http://$GS --admin-listen 127.0.0.1:19102; names+=(clock)
+  start gateway "$WHERE" gateway --listen $GW --game-session-urls http://$GS --rating-url http://$RT "${mm[@]}" --admin-listen 127.0.0.1:19100; gateway_pid=${pids[-1]}
+  start clock "$WHERE" clock --game-session-urls http://$GS --admin-listen 127.0.0.1:19102
 else
-  start "$WHERE/game-session" --listen $GS; names+=(game-session)
-  start "$WHERE/rating"; names+=(rating)
-  start "$WHERE/gateway" --listen $GW --game-session-urls http://$GS; names+=(gateway); gateway_pid=${pids[-1]}
-  start "$WHERE/clock" --game-session-urls http://$GS; names+=(clock)
+  start game-session "$WHERE/game-session" --listen $GS
+  start rating "$WHERE/rating"
+  start gateway "$WHERE/gateway" --listen $GW --game-session-urls http://$GS; gateway_pid=${pids[-1]}
+  start clock "$WHERE/clock" --game-session-urls http://$GS
 fi
 for _ in $(seq 1 400); do (exec 3<>/dev/tcp/127.0.0.1/$PORT) 2>/dev/null && break; sleep 0.005; done
 [ -n "${started:-}" ] && echo "  serving after $(( ($(date +%s%N) - started) / 1000000 )) ms"

@@ -16,7 +16,13 @@ use clap::{Parser, ValueEnum};
 /// authenticated connections, `--matchmaking` quick-match arrivals, `--flags` games left
 /// to run out of time and `--login-flood` wrong-password logins.
 #[derive(Debug, Parser)]
-#[command(name = "frontier-load", version, about, long_about)]
+#[command(
+    name = "frontier-load",
+    version,
+    about,
+    long_about,
+    args_override_self = true
+)]
 pub(crate) struct Args {
     /// Gateway address(es), HOST:PORT, loopback only; repeat the flag or separate with
     /// commas to spread the load across several gateways (round robin).
@@ -78,9 +84,16 @@ pub(crate) struct Args {
     #[arg(long, default_value_t = 0)]
     pub(crate) idle: usize,
 
-    /// How many idle connections to open per second at most.
-    #[arg(long, default_value_t = 500.0, value_name = "PER_S")]
+    /// How many idle connections to open per second at most (a refused guest or
+    /// connection is tried again up to 10 times, counted as `idle_retried_…`).
+    #[arg(long, default_value_t = 300.0, value_name = "PER_S")]
     pub(crate) idle_rate: f64,
+
+    /// Idle connections per guest: a guest's token authenticates this many connections
+    /// (fewer guests to create; start the gateway with FRONTIER_WS_PER_PLAYER at least
+    /// this high).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=1000))]
+    pub idle_per_guest: u64,
 
     /// Seconds to wait before opening idle connections (lets active games warm up first,
     /// so the gateway's memory before them is a settled figure).
@@ -296,6 +309,10 @@ mod tests {
         }
         let a = Args::try_parse_from(["frontier-load"]).expect("defaults");
         assert_eq!((a.seconds, a.pairs, a.moves), (15, 20, None));
+        // A flag given again overrides (scripts append to their defaults).
+        let a = Args::try_parse_from(["frontier-load", "--pairs", "40", "--pairs", "4"])
+            .expect("repeated flag");
+        assert_eq!(a.pairs, 4);
     }
 
     #[test]

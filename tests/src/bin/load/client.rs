@@ -85,6 +85,15 @@ pub(crate) async fn guest_token(
 /// A new guest, connected and authenticated.
 pub(crate) async fn guest(addr: SocketAddr, source: Option<Ipv4Addr>) -> anyhow::Result<Ws> {
     let token = guest_token(addr, source).await?;
+    authenticated(addr, source, &token).await
+}
+
+/// A connection authenticated with `token`.
+pub(crate) async fn authenticated(
+    addr: SocketAddr,
+    source: Option<Ipv4Addr>,
+    token: &str,
+) -> anyhow::Result<Ws> {
     let stream = tcp(addr, source).await?;
     let (mut ws, _) =
         tokio_tungstenite::client_async_with_config(format!("ws://{addr}/ws/v1"), stream, None)

@@ -27,12 +27,26 @@ pub(crate) async fn idle(run: Arc<Run>) {
     let mut pace =
         tokio::time::interval(Duration::from_secs_f64(1.0 / run.args.idle_rate.max(0.001)));
     let mut tasks = tokio::task::JoinSet::new();
+    let per_guest = run.args.idle_per_guest.max(1) as usize;
+    let mut token: Option<Arc<str>> = None;
     for i in 0..run.args.idle {
         pace.tick().await;
         if run.stopping() {
             break;
         }
-        tasks.spawn(idle_one(run.clone(), i));
+        if i % per_guest == 0 {
+            token = retried(&run, || client::guest_token(run.target(i), None))
+                .await
+                .map(Arc::from);
+        }
+        match &token {
+            Some(t) => {
+                tasks.spawn(idle_one(run.clone(), i, t.clone()));
+            }
+            None => {
+                run.idle.failed.fetch_add(1, Ordering::Relaxed);
+            }
+        }
     }
     // Every attempt answered (open or failed): the settled figure.
     let attempted = run.args.idle as u64;
@@ -48,15 +62,35 @@ pub(crate) async fn idle(run: Arc<Run>) {
     while tasks.join_next().await.is_some() {}
 }
 
-async fn idle_one(run: Arc<Run>, i: usize) {
-    let source = Some(source_addr(i, run.args.source_addrs));
-    let mut ws = match client::guest(run.target(i), source).await {
-        Ok(ws) => ws,
-        Err(e) => {
-            run.idle.failed.fetch_add(1, Ordering::Relaxed);
-            run.rec().error(&format!("idle_{}", client::error_code(&e)));
-            return;
+/// `attempt` until it succeeds, up to 10 times: a busy server may refuse (503, 429), and
+/// a client tries again a little later. Each refusal counts as `idle_retried_…`, the last
+/// as `idle_…`.
+async fn retried<T, F: Future<Output = anyhow::Result<T>>>(
+    run: &Run,
+    attempt: impl Fn() -> F,
+) -> Option<T> {
+    for n in 1..=10u64 {
+        match attempt().await {
+            Ok(v) => return Some(v),
+            Err(e) if n < 10 && !run.stopping() => {
+                run.fail("idle_retried_", &e);
+                tokio::time::sleep(Duration::from_millis(250 * n)).await;
+            }
+            Err(e) => {
+                run.fail("idle_", &e);
+                return None;
+            }
         }
+    }
+    None
+}
+
+async fn idle_one(run: Arc<Run>, i: usize, token: Arc<str>) {
+    let source = Some(source_addr(i, run.args.source_addrs));
+    let target = run.target(i);
+    let Some(mut ws) = retried(&run, || client::authenticated(target, source, &token)).await else {
+        run.idle.failed.fetch_add(1, Ordering::Relaxed);
+        return;
     };
     run.idle.open.fetch_add(1, Ordering::Relaxed);
     let mut stop = run.stop.subscribe();
@@ -98,7 +132,7 @@ async fn seeker(run: Arc<Run>, addr: SocketAddr) {
             rec.pairing.record(waited);
             rec.matched_with_bot += u64::from(bot);
         }
-        Err(e) => run.rec().error(&format!("seek_{}", client::error_code(&e))),
+        Err(e) => run.fail("seek_", &e),
     }
 }
 

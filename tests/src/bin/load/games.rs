@@ -215,7 +215,7 @@ pub(crate) async fn pair(run: Arc<Run>, i: usize, interval: Option<Duration>, ph
         let (mut white, mut black, mut spectators) = match connected {
             Ok(c) => c,
             Err(e) => {
-                run.rec().error(&client::error_code(&e));
+                run.fail("", &e);
                 // Do not spin against a gateway that refuses: a short pause, then again.
                 tokio::time::sleep(Duration::from_millis(200)).await;
                 continue;
@@ -237,7 +237,7 @@ pub(crate) async fn pair(run: Arc<Run>, i: usize, interval: Option<Duration>, ph
             )
             .await;
             if let Err(e) = played {
-                run.rec().error(&client::error_code(&e));
+                run.fail("", &e);
                 break;
             }
         }
@@ -307,7 +307,7 @@ pub(crate) async fn bot_games(run: Arc<Run>, i: usize) {
         let mut ws = match client::guest(run.target(i), None).await {
             Ok(ws) => ws,
             Err(e) => {
-                run.rec().error(&client::error_code(&e));
+                run.fail("", &e);
                 tokio::time::sleep(Duration::from_millis(200)).await;
                 continue;
             }
@@ -316,7 +316,7 @@ pub(crate) async fn bot_games(run: Arc<Run>, i: usize) {
             n += 1;
             let variant = run.args.variant.pick(n + i as u64);
             if let Err(e) = against_computer(&run, &mut ws, variant, n, &mut rng).await {
-                run.rec().error(&client::error_code(&e));
+                run.fail("", &e);
                 break;
             }
         }

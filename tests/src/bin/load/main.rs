@@ -71,6 +71,12 @@ impl Run {
         self.rec.lock().expect("no task panics while recording")
     }
 
+    /// A failure: counted by its code, the first of each code kept in full.
+    pub(crate) fn fail(&self, prefix: &str, e: &anyhow::Error) {
+        let code = format!("{prefix}{}", client::error_code(e));
+        self.rec().error_with(&code, || format!("{e:#}"));
+    }
+
     /// An acknowledged move and its round trip; ends the run at `--moves`.
     pub(crate) fn move_done(&self, round_trip: Duration) {
         self.rec().move_done(round_trip.as_micros() as u64);
@@ -91,8 +97,25 @@ fn raise_fd_limit() -> Option<u64> {
     getrlimit(Resource::Nofile).current
 }
 
-#[tokio::main]
-async fn main() -> anyhow::Result<()> {
+fn main() -> std::process::ExitCode {
+    let runtime = match tokio::runtime::Runtime::new() {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("frontier-load: cannot start the runtime: {e}");
+            return std::process::ExitCode::FAILURE;
+        }
+    };
+    // An error is one line (with its causes), never a backtrace.
+    match runtime.block_on(load()) {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("frontier-load: {e:#}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
+
+async fn load() -> anyhow::Result<()> {
     let matches = Args::command().get_matches();
     let args = Args::from_arg_matches(&matches)?;
     let pairs_explicit = matches.value_source("pairs") == Some(ValueSource::CommandLine);
@@ -278,6 +301,8 @@ async fn main() -> anyhow::Result<()> {
             "spectators_per_game": args.spectators,
             "bots": args.bots,
             "idle": args.idle,
+            "idle_per_guest": args.idle_per_guest,
+            "source_addrs": args.source_addrs,
             "matchmaking_rate": args.matchmaking,
         },
         "elapsed_s": round(elapsed, 3),
@@ -480,6 +505,9 @@ async fn main() -> anyhow::Result<()> {
             format!("{games} pairs")
         }
     );
+    for (code, detail) in &rec.first_errors {
+        eprintln!("first {code}: {detail}");
+    }
     let width = table
         .iter()
         .map(|(k, _)| k.chars().count())

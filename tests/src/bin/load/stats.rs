@@ -114,6 +114,8 @@ pub(crate) struct Recorder {
     /// Move round trips (µs) of the current second.
     pub(crate) second: Histogram,
     pub(crate) errors: BTreeMap<String, u64>,
+    /// The first error of each code, in full (printed at the end).
+    pub(crate) first_errors: BTreeMap<String, String>,
     errors_second: u64,
     pub(crate) reconnects: u64,
     pub(crate) series: Vec<Second>,
@@ -130,6 +132,14 @@ impl Recorder {
     pub(crate) fn move_done(&mut self, micros: u64) {
         self.total.record(micros);
         self.second.record(micros);
+    }
+
+    /// An error of `code`; `detail` is kept for the first of each code.
+    pub(crate) fn error_with(&mut self, code: &str, detail: impl FnOnce() -> String) {
+        if !self.first_errors.contains_key(code) {
+            self.first_errors.insert(code.to_owned(), detail());
+        }
+        self.error(code);
     }
 
     pub(crate) fn error(&mut self, code: &str) {
