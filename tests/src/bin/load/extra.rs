@@ -24,29 +24,20 @@ pub(crate) async fn idle(run: Arc<Run>) {
     }
     let pid = run.args.gateway_pid;
     *run.idle.rss_before.lock().expect("not poisoned") = pid.and_then(crate::stats::rss_kib);
-    let mut pace =
-        tokio::time::interval(Duration::from_secs_f64(1.0 / run.args.idle_rate.max(0.001)));
-    let mut tasks = tokio::task::JoinSet::new();
+    // Guests arrive at rate/K a second; each makes its K connections one after another
+    // (so tokens are fetched concurrently, and no faster than the rate on average).
     let per_guest = run.args.idle_per_guest.max(1) as usize;
-    let mut token: Option<Arc<str>> = None;
-    for i in 0..run.args.idle {
+    let mut pace = tokio::time::interval(Duration::from_secs_f64(
+        per_guest as f64 / run.args.idle_rate.max(0.001),
+    ));
+    let mut tasks = tokio::task::JoinSet::new();
+    for first in (0..run.args.idle).step_by(per_guest) {
         pace.tick().await;
         if run.stopping() {
             break;
         }
-        if i % per_guest == 0 {
-            token = retried(&run, || client::guest_token(run.target(i), None))
-                .await
-                .map(Arc::from);
-        }
-        match &token {
-            Some(t) => {
-                tasks.spawn(idle_one(run.clone(), i, t.clone()));
-            }
-            None => {
-                run.idle.failed.fetch_add(1, Ordering::Relaxed);
-            }
-        }
+        let count = per_guest.min(run.args.idle - first);
+        tasks.spawn(idle_guest(run.clone(), first, count));
     }
     // Every attempt answered (open or failed): the settled figure.
     let attempted = run.args.idle as u64;
@@ -85,14 +76,32 @@ async fn retried<T, F: Future<Output = anyhow::Result<T>>>(
     None
 }
 
-async fn idle_one(run: Arc<Run>, i: usize, token: Arc<str>) {
-    let source = Some(source_addr(i, run.args.source_addrs));
-    let target = run.target(i);
-    let Some(mut ws) = retried(&run, || client::authenticated(target, source, &token)).await else {
-        run.idle.failed.fetch_add(1, Ordering::Relaxed);
+/// One guest's `count` idle connections, numbered from `first`.
+async fn idle_guest(run: Arc<Run>, first: usize, count: usize) {
+    let Some(token) = retried(&run, || client::guest_token(run.target(first), None)).await else {
+        run.idle.failed.fetch_add(count as u64, Ordering::Relaxed);
         return;
     };
-    run.idle.open.fetch_add(1, Ordering::Relaxed);
+    let token: Arc<str> = Arc::from(token);
+    let mut held = tokio::task::JoinSet::new();
+    for i in first..first + count {
+        let source = Some(source_addr(i, run.args.source_addrs));
+        let target = run.target(i);
+        match retried(&run, || client::authenticated(target, source, &token)).await {
+            Some(ws) => {
+                run.idle.open.fetch_add(1, Ordering::Relaxed);
+                held.spawn(hold(run.clone(), ws));
+            }
+            None => {
+                run.idle.failed.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+    }
+    while held.join_next().await.is_some() {}
+}
+
+/// Holds an open connection until the run stops, reading (and so answering pings).
+async fn hold(run: Arc<Run>, mut ws: client::Ws) {
     let mut stop = run.stop.subscribe();
     loop {
         tokio::select! {
