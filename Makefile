@@ -4,6 +4,10 @@
 #                then the deployment checks (deploy-check, scaling-check)
 #   make perft   deep perft suites in release mode (10^7–10^8 nodes a position)
 #   make bench   perft and engine speed benchmarks (divan); figures go in docs/benchmarks.md
+#   make load    the live path under frontier-load (release, one of each service, loopback);
+#                LOAD_ARGS='…' for its flags (frontier-load --help); figures in docs/benchmarks.md
+#   make load-idle  19,000 idle authenticated connections on one gateway (IDLE=N), with a
+#                few games moving: the gateway's RSS per connection
 #   make ladder  engine level matches (self-play, SPRT, Stockfish); results in docs/benchmarks.md
 #   make fuzz    60 s of cargo-fuzz on every parser of untrusted input
 #   make run     every service built so far, on fixed loopback ports
@@ -27,7 +31,7 @@ PERFT := $(CARGO) run --quiet --release -p frontier-rules --bin perft --
 IMAGE ?= frontier:dev
 DEPLOY_PY := scripts/deploy-python.sh
 
-.PHONY: all build test lint fmt perft bench ladder fuzz run dev clean deploy-check k8s scaling-check image image-offline browser-test rig chaos
+.PHONY: all build test lint fmt perft bench load load-idle ladder fuzz run dev clean deploy-check k8s scaling-check image image-offline browser-test rig chaos
 
 all: build
 
@@ -112,6 +116,25 @@ perft:
 bench:
 	$(CARGO) bench -p frontier-rules --bench perft
 	$(CARGO) bench -p frontier-engine --bench search
+
+# frontier-load against release services started by scripts/bench-live.sh (its own
+# database and namespace on the test servers); the table on stdout, JSON and SVG in
+# $(LOAD_OUT).
+LOAD_ARGS ?= --pairs 40 --seconds 20
+LOAD_OUT ?= $${CARGO_TARGET_DIR:-target}/load
+RELEASE_BIN = $${CARGO_TARGET_DIR:-$(CURDIR)/target}/release
+IDLE ?= 19000
+load:
+	$(CARGO) build --release -p frontier -p frontier-integration-tests --bin frontier --bin frontier-load
+	mkdir -p $(LOAD_OUT)
+	BENCH_ALL=1 scripts/test-services.sh scripts/bench-live.sh frontier $(RELEASE_BIN)/frontier -- \
+		$(LOAD_ARGS) --json $(LOAD_OUT)/load.json --svg $(LOAD_OUT)/load.svg
+load-idle:
+	$(CARGO) build --release -p frontier -p frontier-integration-tests --bin frontier --bin frontier-load
+	mkdir -p $(LOAD_OUT)
+	scripts/test-services.sh scripts/bench-live.sh frontier $(RELEASE_BIN)/frontier -- \
+		--rate 50 --games 5 --seconds 120 --idle $(IDLE) --idle-rate 400 --source-addrs 4 \
+		--json $(LOAD_OUT)/idle.json --svg $(LOAD_OUT)/idle.svg
 
 # Self-play matches between the engine's levels in each variant, and Hard against
 # Stockfish at its lowest UCI_Elo; not part of `make test` (it takes a while: about an hour

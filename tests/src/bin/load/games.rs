@@ -1,0 +1,390 @@
+//! Played games: pairs of guests (closed or open loop), their spectators, and games
+//! against the computer. Every move is a random legal move of the mover's own view: the
+//! position is read from the `fen` of the last event the mover received (in hidden chess
+//! the public position, hidden pieces shown as their apparent type).
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::Context as _;
+use frontier_rules::{Position, Variant};
+use futures_util::StreamExt as _;
+use serde_json::{Value, json};
+
+use crate::Run;
+use crate::client::{self, Rng, ServerError, Ws};
+
+/// Where a game stands, as its players see it.
+struct View {
+    game_id: String,
+    variant: Variant,
+    fen: String,
+    turn: String,
+    pending: bool,
+    version: u64,
+    over: bool,
+}
+
+impl View {
+    fn update(&mut self, event: &Value) {
+        if let Some(v) = event["version"].as_u64() {
+            self.version = self.version.max(v);
+        }
+        let e = &event["event"];
+        if let Some(fen) = e["fen"].as_str() {
+            fen.clone_into(&mut self.fen);
+        }
+        if let Some(turn) = e["turn"].as_str() {
+            turn.clone_into(&mut self.turn);
+        }
+        if e["kind"] == "move" || e["kind"] == "promotion" {
+            self.pending = e["promotion_pending"] == true;
+        }
+        self.over |= !event["outcome"].is_null() || !e["outcome"].is_null();
+    }
+
+    /// The next action of the side to move: a random legal move of this view, or the
+    /// choice of a pending promotion.
+    fn action(&self, rng: &mut Rng, id: &str) -> anyhow::Result<Value> {
+        if self.pending {
+            let role = ["q", "r", "b", "n"][rng.below(4)];
+            return Ok(json!({"type": "promote", "id": id, "game_id": self.game_id, "role": role}));
+        }
+        let pos = Position::from_fen(self.variant, &self.fen)
+            .map_err(|e| anyhow::anyhow!("the view's FEN {}: {e}", self.fen))?;
+        let moves = pos.legal_move_list();
+        anyhow::ensure!(
+            !moves.is_empty(),
+            "no legal move but no outcome: {}",
+            self.fen
+        );
+        let m = moves[rng.below(moves.len())];
+        Ok(json!({"type": "move", "id": id, "game_id": self.game_id, "uci": m.to_string()}))
+    }
+}
+
+/// Sends `action` (carrying `id`) and reads the sender's frames until both its `ack` and
+/// the event of the version it produced arrived (in either order). The ack's arrival time
+/// and the game's events from that version on (a later one, e.g. the computer's answer,
+/// may already have come).
+async fn act(ws: &mut Ws, action: &Value, game_id: &str) -> anyhow::Result<(Instant, Vec<Value>)> {
+    let id = action["id"]
+        .as_str()
+        .context("an action has an id")?
+        .to_owned();
+    client::send(ws, action).await?;
+    let mut events: Vec<Value> = Vec::new();
+    let mut acked: Option<(Instant, u64)> = None;
+    loop {
+        if let Some((at, version)) = acked
+            && events.iter().any(|e| e["version"] == version)
+        {
+            events.retain(|e| e["version"].as_u64().is_some_and(|v| v >= version));
+            return Ok((at, events));
+        }
+        let v = client::next(ws).await?;
+        match v["type"].as_str() {
+            Some("ack") if v["id"] == id.as_str() => {
+                let version = v["version"].as_u64().context("an ack has a version")?;
+                acked = Some((Instant::now(), version));
+            }
+            Some("event") if v["game_id"] == game_id => events.push(v),
+            Some("error") if v["id"] == id.as_str() || v["id"].is_null() => {
+                let code = v["code"].as_str().unwrap_or("error").to_owned();
+                return Err(ServerError(code, v).into());
+            }
+            _ => {}
+        }
+    }
+}
+
+/// Opens a game (white creates, black joins): its starting view.
+async fn new_game(white: &mut Ws, black: &mut Ws, variant: &str, n: u64) -> anyhow::Result<View> {
+    client::send(
+        white,
+        &json!({"type": "create_board", "id": format!("c{n}"), "variant": variant, "color": "white"}),
+    )
+    .await?;
+    let created = client::until(white, |v| v["type"] == "board_created").await?;
+    let game_id = created["game_id"]
+        .as_str()
+        .context("no game id")?
+        .to_owned();
+    client::send(
+        black,
+        &json!({"type": "join_board", "id": format!("j{n}"), "code": created["code"]}),
+    )
+    .await?;
+    client::until(black, |v| v["type"] == "board_joined").await?;
+    // White sees the game start: its `started` event, or (if the join won the race with
+    // the automatic open) a `game` frame already playing.
+    let start = client::until(white, |v| {
+        v["game_id"] == game_id.as_str()
+            && ((v["type"] == "event" && v["event"]["kind"] == "started")
+                || (v["type"] == "game" && v["game"]["status"] == "playing"))
+    })
+    .await?;
+    let fen = if start["type"] == "game" {
+        &start["game"]["fen"]
+    } else {
+        &start["event"]["fen"]
+    };
+    Ok(View {
+        game_id,
+        variant: variant.parse().map_err(anyhow::Error::msg)?,
+        fen: fen.as_str().context("no FEN")?.to_owned(),
+        turn: "white".into(),
+        pending: false,
+        version: start["version"].as_u64().unwrap_or(2),
+        over: false,
+    })
+}
+
+/// Spectators: connections whose frames are only counted.
+struct Spectators {
+    sinks: Vec<futures_util::stream::SplitSink<Ws, tokio_tungstenite::tungstenite::Message>>,
+    readers: Vec<tokio::task::JoinHandle<()>>,
+}
+
+impl Spectators {
+    async fn connect(run: &Arc<Run>, n: usize, seed: usize) -> anyhow::Result<Spectators> {
+        let mut s = Spectators {
+            sinks: Vec::new(),
+            readers: Vec::new(),
+        };
+        for k in 0..n {
+            let ws = client::guest(run.target(seed + k), None).await?;
+            let (sink, mut stream) = ws.split();
+            let run = run.clone();
+            s.sinks.push(sink);
+            s.readers.push(tokio::spawn(async move {
+                while let Some(Ok(msg)) = stream.next().await {
+                    if let tokio_tungstenite::tungstenite::Message::Text(t) = msg
+                        && t.as_str().starts_with(r#"{"type":"event""#)
+                    {
+                        run.rec().spectator_events += 1;
+                    }
+                }
+            }));
+        }
+        Ok(s)
+    }
+
+    async fn watch(&mut self, game_id: &str) -> anyhow::Result<()> {
+        use futures_util::SinkExt as _;
+        let open = json!({"type": "open", "game_id": game_id}).to_string();
+        for sink in &mut self.sinks {
+            sink.send(tokio_tungstenite::tungstenite::Message::Text(
+                open.clone().into(),
+            ))
+            .await?;
+        }
+        Ok(())
+    }
+}
+
+impl Drop for Spectators {
+    fn drop(&mut self) {
+        for r in &self.readers {
+            r.abort();
+        }
+    }
+}
+
+/// One pair of guests playing game after game until the run stops; white on gateway `i`,
+/// black on the next (so with several gateways the moves cross between them). With
+/// `interval`, open loop: move k of this pair is due at `phase + k·interval` and its round
+/// trip counts from then.
+pub(crate) async fn pair(run: Arc<Run>, i: usize, interval: Option<Duration>, phase: Duration) {
+    let mut rng = Rng::new(i as u64 + 1);
+    let mut due = interval.map(|_| run.started + phase);
+    let mut n = 0u64;
+    let mut first = true;
+    while !run.stopping() {
+        if !first {
+            run.rec().reconnects += 1;
+        }
+        first = false;
+        let connected = async {
+            let white = client::guest(run.target(i), None).await?;
+            let black = client::guest(run.target(i + 1), None).await?;
+            let spectators = Spectators::connect(&run, run.args.spectators, i).await?;
+            anyhow::Ok((white, black, spectators))
+        }
+        .await;
+        let (mut white, mut black, mut spectators) = match connected {
+            Ok(c) => c,
+            Err(e) => {
+                run.fail("", &e);
+                // Do not spin against a gateway that refuses: a short pause, then again.
+                tokio::time::sleep(Duration::from_millis(200)).await;
+                continue;
+            }
+        };
+        while !run.stopping() {
+            n += 1;
+            let variant = run.args.variant.pick(n + i as u64);
+            let played = play(
+                &run,
+                &mut white,
+                &mut black,
+                &mut spectators,
+                variant,
+                n,
+                &mut rng,
+                &mut due,
+                interval,
+            )
+            .await;
+            if let Err(e) = played {
+                run.fail("", &e);
+                break;
+            }
+        }
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+async fn play(
+    run: &Run,
+    white: &mut Ws,
+    black: &mut Ws,
+    spectators: &mut Spectators,
+    variant: &str,
+    n: u64,
+    rng: &mut Rng,
+    due: &mut Option<Instant>,
+    interval: Option<Duration>,
+) -> anyhow::Result<()> {
+    let mut view = new_game(white, black, variant, n).await?;
+    spectators.watch(&view.game_id).await?;
+    // Setting up a game is not a move: the schedule resumes from now if it fell behind.
+    if let Some(d) = due {
+        *d = (*d).max(Instant::now());
+    }
+    let mut ply = 0u32;
+    while !view.over {
+        let mover = if view.turn == "white" {
+            &mut *white
+        } else {
+            &mut *black
+        };
+        if ply >= run.args.max_plies || run.stopping() {
+            let resign = json!({"type": "resign", "id": format!("r{n}"), "game_id": view.game_id});
+            act(mover, &resign, &view.game_id).await?;
+            return Ok(());
+        }
+        if let Some(d) = *due {
+            tokio::time::sleep_until(d.into()).await;
+        }
+        let id = format!("m{n}.{ply}");
+        let action = view.action(rng, &id)?;
+        let sent = Instant::now();
+        let (acked, events) = act(mover, &action, &view.game_id).await?;
+        let origin = due.unwrap_or(sent);
+        run.move_done(acked.saturating_duration_since(origin));
+        if let (Some(d), Some(every)) = (due.as_mut(), interval) {
+            *d += every;
+        }
+        events.iter().for_each(|e| view.update(e));
+        ply += 1;
+    }
+    Ok(())
+}
+
+/// One guest playing the computer (level easy, White) game after game: its moves' round
+/// trips count as moves, and the time from its move's ack to the computer's answer is
+/// recorded apart.
+pub(crate) async fn bot_games(run: Arc<Run>, i: usize) {
+    let mut rng = Rng::new(1_000_000 + i as u64);
+    let mut n = 0u64;
+    let mut first = true;
+    while !run.stopping() {
+        if !first {
+            run.rec().reconnects += 1;
+        }
+        first = false;
+        let mut ws = match client::guest(run.target(i), None).await {
+            Ok(ws) => ws,
+            Err(e) => {
+                run.fail("", &e);
+                tokio::time::sleep(Duration::from_millis(200)).await;
+                continue;
+            }
+        };
+        while !run.stopping() {
+            n += 1;
+            let variant = run.args.variant.pick(n + i as u64);
+            if let Err(e) = against_computer(&run, &mut ws, variant, n, &mut rng).await {
+                run.fail("", &e);
+                break;
+            }
+        }
+    }
+}
+
+async fn against_computer(
+    run: &Run,
+    ws: &mut Ws,
+    variant: &str,
+    n: u64,
+    rng: &mut Rng,
+) -> anyhow::Result<()> {
+    let id = format!("pc{n}");
+    client::send(
+        ws,
+        &json!({"type": "play_computer", "id": id, "variant": variant, "level": "easy", "color": "white"}),
+    )
+    .await?;
+    let created = client::until(ws, |v| v["type"] == "game_created").await?;
+    let game_id = created["game_id"]
+        .as_str()
+        .context("no game id")?
+        .to_owned();
+    let frame = client::until(ws, |v| {
+        v["type"] == "game" && v["game_id"] == game_id.as_str()
+    })
+    .await?;
+    let mut view = View {
+        game_id,
+        variant: variant.parse().map_err(anyhow::Error::msg)?,
+        fen: frame["game"]["fen"].as_str().context("no FEN")?.to_owned(),
+        turn: frame["game"]["turn"].as_str().unwrap_or("white").to_owned(),
+        pending: frame["game"]["pending_promotion"].is_object(),
+        version: frame["version"].as_u64().unwrap_or(1),
+        over: false,
+    };
+    let mut ply = 0u32;
+    while !view.over {
+        if view.turn != "white" {
+            // The computer's turn: wait for its move (or the end).
+            let after = view.version;
+            let asked = Instant::now();
+            let answer = client::until(ws, |v| {
+                v["type"] == "event"
+                    && v["game_id"] == view.game_id.as_str()
+                    && v["version"].as_u64().is_some_and(|x| x > after)
+                    && (v["event"]["turn"] == "white" && v["event"]["promotion_pending"] != true
+                        || !v["outcome"].is_null())
+            })
+            .await?;
+            run.rec()
+                .bot_replies
+                .record(asked.elapsed().as_micros() as u64);
+            view.update(&answer);
+            continue;
+        }
+        if ply >= run.args.max_plies || run.stopping() {
+            let resign = json!({"type": "resign", "id": format!("r{n}"), "game_id": view.game_id});
+            act(ws, &resign, &view.game_id).await?;
+            return Ok(());
+        }
+        let action = view.action(rng, &format!("b{n}.{ply}"))?;
+        let sent = Instant::now();
+        let (acked, events) = act(ws, &action, &view.game_id).await?;
+        run.move_done(acked.saturating_duration_since(sent));
+        events.iter().for_each(|e| view.update(e));
+        ply += 1;
+    }
+    Ok(())
+}
