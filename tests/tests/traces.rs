@@ -128,6 +128,22 @@ async fn a_move_and_a_finished_game_are_each_one_trace() -> anyhow::Result<()> {
     let mut white = Client::guest(platform.gateways[0], "white").await?;
     let mut black = Client::guest(platform.gateways[1], "black").await?;
     let game = start_game(&mut white, &mut black, "standard", "white").await?;
+    // A gateway sends a follower its first view before its live subscription is active (a
+    // frame published in between reaches the client from the log, with no relay span).
+    // A draw offered and declined, each seen by both sides, proves both followers live
+    // before the traced move: a follower hears anything after its first view only once
+    // subscribed.
+    for (actor, kind) in [(0, "offer_draw"), (1, "decline_draw")] {
+        let client = if actor == 0 { &mut white } else { &mut black };
+        client
+            .send(json!({"type": kind, "id": kind, "game_id": game}))
+            .await?;
+        let version = client.ack(kind).await?["version"]
+            .as_u64()
+            .context("version")?;
+        white.event(&game, version).await?;
+        black.event(&game, version).await?;
+    }
 
     // (a) A move: gateway → game-session → NATS → both gateways' relays.
     let version = white.play(&game, "e2e4").await?;
