@@ -14,6 +14,11 @@ use serde_json::{Value, json};
 use tokio_tungstenite::tungstenite::Message;
 
 const JWT_SECRET: &str = "process-test-secret-0123456789abcdefghij";
+/// These tests each start a whole platform of processes and kill some of them; run
+/// concurrently on a 2-core machine, connections stalled for 30 s in about one run in three
+/// (a defect under investigation, see the session note), so they run one at a time.
+static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
 const WAIT: Duration = Duration::from_secs(30);
 
 /// A free loopback port (bound, read, released: the child binds it right after).
@@ -306,6 +311,7 @@ impl Player {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_service_answers_metrics_health_and_readiness() -> anyhow::Result<()> {
+    let _one_at_a_time = ONE_AT_A_TIME.lock().await;
     let p = Platform::start(1).await?;
     let gw = p.gateways[0];
     // Some traffic: a game with a move, resigned, then read back through the dashboard.
@@ -405,6 +411,7 @@ async fn every_service_answers_metrics_health_and_readiness() -> anyhow::Result<
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sigterm_closes_a_gateways_sockets_with_1001_and_its_clients_resume_elsewhere()
 -> anyhow::Result<()> {
+    let _one_at_a_time = ONE_AT_A_TIME.lock().await;
     let mut p = Platform::start(2).await?;
     let (doomed, other) = (p.gateways[0], p.gateways[1]);
     const PAIRS: usize = 4;
@@ -512,6 +519,7 @@ async fn sigterm_closes_a_gateways_sockets_with_1001_and_its_clients_resume_else
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn frontier_dev_runs_everything_from_one_command_with_nothing_installed() -> anyhow::Result<()>
 {
+    let _one_at_a_time = ONE_AT_A_TIME.lock().await;
     use std::io::BufRead as _;
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_frontier"));
     for (key, _) in std::env::vars().filter(|(k, _)| k.starts_with("FRONTIER_")) {
@@ -575,6 +583,7 @@ async fn frontier_dev_runs_everything_from_one_command_with_nothing_installed() 
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sigterm_stops_a_bot_worker_cleanly() -> anyhow::Result<()> {
+    let _one_at_a_time = ONE_AT_A_TIME.lock().await;
     let mut p = Platform::start(1).await?;
     let status = Command::new("kill")
         .args(["-TERM", &p.pid_of("bot-worker", 0).to_string()])
