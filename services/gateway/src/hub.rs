@@ -11,7 +11,9 @@ use bytes::Bytes;
 use futures_util::StreamExt as _;
 use futures_util::future::BoxFuture;
 use futures_util::stream::BoxStream;
-use tokio::sync::{Mutex, broadcast};
+use std::sync::Mutex;
+
+use tokio::sync::broadcast;
 
 use frontier_platform::names::{ENDED_HEADER, NOTICE_HEADER, VERSION_HEADER};
 
@@ -136,8 +138,16 @@ impl EventSource for LocalSource {
 /// The fan-out of subjects to local clients.
 pub struct Hub {
     source: Box<dyn EventSource>,
-    topics: Mutex<HashMap<String, Weak<Topic>>>,
+    topics: Mutex<Topics>,
     capacity: usize,
+}
+
+/// The followed subjects. Entries of released topics are swept when the map has doubled
+/// since the last sweep, so that inserting stays O(1) amortised with many followers.
+#[derive(Default)]
+struct Topics {
+    map: HashMap<String, Weak<Topic>>,
+    sweep_at: usize,
 }
 
 impl Hub {
@@ -146,22 +156,30 @@ impl Hub {
     pub fn new(source: Box<dyn EventSource>, capacity: usize) -> Hub {
         Hub {
             source,
-            topics: Mutex::new(HashMap::new()),
+            topics: Mutex::new(Topics::default()),
             capacity,
         }
     }
 
     /// Follows `subject`, sharing the subscription with other local clients.
+    ///
+    /// The map of topics is locked only to look up and to insert, never across the
+    /// subscription itself (on NATS a server round trip): a slow subscribe delays only its
+    /// own caller. Two first followers of one subject may both subscribe; the second to
+    /// finish finds the first's topic, joins it and drops its own subscription.
     pub async fn follow(
         &self,
         subject: &str,
     ) -> Result<(Arc<Topic>, broadcast::Receiver<Frame>), String> {
-        let mut topics = self.topics.lock().await;
-        if let Some(topic) = topics.get(subject).and_then(Weak::upgrade) {
+        if let Some(found) = self.existing(subject) {
+            return Ok(found);
+        }
+        let mut frames = self.source.subscribe(subject.to_owned()).await?;
+        let mut topics = self.topics.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(topic) = topics.map.get(subject).and_then(Weak::upgrade) {
             let rx = topic.receiver();
             return Ok((topic, rx));
         }
-        let mut frames = self.source.subscribe(subject.to_owned()).await?;
         let (tx, rx) = broadcast::channel(self.capacity);
         let sender = tx.clone();
         let task = tokio::spawn(async move {
@@ -174,9 +192,19 @@ impl Hub {
             tx,
             task: task.abort_handle(),
         });
-        topics.retain(|_, weak| weak.strong_count() > 0);
-        topics.insert(subject.to_owned(), Arc::downgrade(&topic));
+        if topics.map.len() >= topics.sweep_at {
+            topics.map.retain(|_, weak| weak.strong_count() > 0);
+            topics.sweep_at = (topics.map.len() * 2).max(64);
+        }
+        topics.map.insert(subject.to_owned(), Arc::downgrade(&topic));
         Ok((topic, rx))
+    }
+
+    fn existing(&self, subject: &str) -> Option<(Arc<Topic>, broadcast::Receiver<Frame>)> {
+        let topics = self.topics.lock().unwrap_or_else(|e| e.into_inner());
+        let topic = topics.map.get(subject).and_then(Weak::upgrade)?;
+        let rx = topic.receiver();
+        Some((topic, rx))
     }
 }
 
@@ -215,5 +243,69 @@ mod tests {
         drop((a, b));
         let (c, _) = hub.follow("g.1.public").await.expect("follow again");
         assert_eq!(Arc::strong_count(&c), 1, "the old topic was released");
+    }
+
+    /// A source whose subscriptions to `stuck.*` never become active.
+    struct Stuck {
+        local: LocalSource,
+        entered: Arc<tokio::sync::Notify>,
+    }
+
+    impl EventSource for Stuck {
+        fn subscribe(
+            &self,
+            subject: String,
+        ) -> BoxFuture<'_, Result<BoxStream<'static, Frame>, String>> {
+            if subject.starts_with("stuck.") {
+                self.entered.notify_one();
+                return Box::pin(futures_util::future::pending());
+            }
+            self.local.subscribe(subject)
+        }
+    }
+
+    #[tokio::test]
+    async fn a_subscription_that_hangs_delays_no_other_subject() {
+        use futures_util::FutureExt as _;
+        let entered = Arc::new(tokio::sync::Notify::new());
+        let bus = LocalBus::new(16);
+        let hub = Arc::new(Hub::new(
+            Box::new(Stuck {
+                local: LocalSource(bus.clone()),
+                entered: entered.clone(),
+            }),
+            16,
+        ));
+        let stuck = tokio::spawn({
+            let hub = hub.clone();
+            async move { hub.follow("stuck.1").await.map(|_| ()) }
+        });
+        entered.notified().await;
+        // A local subscription is ready at once, so following another subject completes
+        // on its first poll unless it waits behind the stuck one.
+        let followed = hub.follow("g.1.public").now_or_never();
+        let (topic, mut rx) = followed
+            .expect("another subject is followed while one subscription hangs")
+            .expect("follow");
+        bus.publish("g.1.public".into(), 3, false, Bytes::from_static(b"live"));
+        assert_eq!(rx.recv().await.expect("frame").version, 3);
+        assert!(!stuck.is_finished(), "the stuck subscription is still pending");
+        stuck.abort();
+        drop(topic);
+    }
+
+    #[tokio::test]
+    async fn released_topics_are_swept_as_the_map_grows() {
+        let hub = Hub::new(Box::new(LocalSource(LocalBus::new(16))), 16);
+        for i in 0..1_000 {
+            // Each topic is dropped at once: the map must not keep a thousand dead entries.
+            hub.follow(&format!("g.{i}.public")).await.expect("follow");
+        }
+        let topics = hub.topics.lock().expect("lock");
+        assert!(
+            topics.map.len() <= 64,
+            "dead entries are swept: {} left",
+            topics.map.len()
+        );
     }
 }
