@@ -14,6 +14,8 @@
 #   make dev     every service in one process, nothing to install (frontier dev)
 #   make rig     the multi-instance rig: two of every service, each its own process
 #   make chaos   kill -9 chaos under load on the rig, checked from the records (minutes)
+#   make soak    an hour at half the measured saturation: every process's memory flat, no
+#                error growth, latency stable (SOAK_SECONDS, SOAK_RATE); not part of make test
 #   make browser-test  the web client in a real Chromium against frontier dev, and its
 #                node checks (move generator perft, translations); part of make test
 #   make deploy-check  the Helm chart, k8s/ and values schema, validated offline
@@ -31,7 +33,7 @@ PERFT := $(CARGO) run --quiet --release -p frontier-rules --bin perft --
 IMAGE ?= frontier:dev
 DEPLOY_PY := scripts/deploy-python.sh
 
-.PHONY: all build test lint fmt perft bench load load-idle ladder fuzz run dev clean deploy-check k8s scaling-check image image-offline browser-test rig chaos
+.PHONY: all build test lint fmt perft bench load load-idle soak ladder fuzz run dev clean deploy-check k8s scaling-check image image-offline browser-test rig chaos
 
 all: build
 
@@ -135,6 +137,16 @@ load-idle:
 	scripts/test-services.sh scripts/bench-live.sh frontier $(RELEASE_BIN)/frontier -- \
 		--rate 50 --games 5 --seconds 120 --idle $(IDLE) --idle-rate 400 --source-addrs 4 \
 		--json $(LOAD_OUT)/idle.json --svg $(LOAD_OUT)/idle.svg
+
+# The soak (scripts/soak.sh): one of each service from release builds, open loop at
+# SOAK_RATE moves/s over SOAK_GAMES games for SOAK_SECONDS, every process's RSS sampled;
+# prints and writes a verdict (target/soak/verdict.txt) and fails if a check fails.
+SOAK_SECONDS ?= 3600
+SOAK_RATE ?= 4000
+SOAK_GAMES ?= 500
+soak:
+	$(CARGO) build --release -p frontier -p frontier-integration-tests --bin frontier --bin frontier-load
+	scripts/test-services.sh scripts/soak.sh $(RELEASE_BIN)/frontier $(SOAK_SECONDS) $(SOAK_RATE) $(SOAK_GAMES)
 
 # Self-play matches between the engine's levels in each variant, and Hard against
 # Stockfish at its lowest UCI_Elo; not part of `make test` (it takes a while: about an hour

@@ -85,8 +85,26 @@ for _ in $(seq 1 400); do (exec 3<>/dev/tcp/127.0.0.1/$PORT) 2>/dev/null && brea
 echo "  load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
 ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 before=(); for p in "${pids[@]}"; do before+=("$(ticks "$p")"); done
+# RSS_LOG=FILE: every RSS_EVERY seconds (default 10), one line per service process:
+# "seconds name rss_kib cpu_ticks" (the soak reads it for memory flatness).
+if [ -n "${RSS_LOG:-}" ]; then
+  : >"$RSS_LOG"
+  (
+    t0=$(date +%s)
+    while :; do
+      now=$(( $(date +%s) - t0 ))
+      for i in "${!pids[@]}"; do
+        rss=$(awk '/^VmRSS/ {print $2}' "/proc/${pids[$i]}/status" 2>/dev/null || echo 0)
+        echo "$now ${names[$i]} ${rss:-0} $(ticks "${pids[$i]}" 2>/dev/null || echo 0)"
+      done >>"$RSS_LOG"
+      sleep "${RSS_EVERY:-10}"
+    done
+  ) &
+  sampler=$!
+fi
 out=$("$LOAD" --addr $GW --pairs "$PAIRS" --seconds "$SECONDS_" --gateway-pid "$gateway_pid" "${EXTRA[@]}")
 echo "$out"
+[ -n "${sampler:-}" ] && kill "$sampler" 2>/dev/null
 moves=$(sed -n 's/^\([0-9]*\) moves in.*/\1/p' <<<"$out" | tail -1)
 hz=$(getconf CLK_TCK)
 for i in "${!pids[@]}"; do

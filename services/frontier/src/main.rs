@@ -19,6 +19,11 @@ struct Cli {
     /// How long a service may drain after the first shutdown signal before it is stopped.
     #[arg(long, global = true, env = "FRONTIER_DRAIN_TIMEOUT", default_value = "20s", value_parser = frontier_platform::config::parse_duration)]
     drain_timeout: Duration,
+    /// Worker threads of the async runtime (default: one per CPU this process may use).
+    /// Where several services share a few cores, one each avoids most of the cost of
+    /// waking threads (docs/benchmarks.md).
+    #[arg(long, global = true, env = "FRONTIER_WORKER_THREADS", value_parser = clap::value_parser!(u16).range(1..=1024))]
+    worker_threads: Option<u16>,
     #[command(subcommand)]
     service: Service,
 }
@@ -70,9 +75,19 @@ impl Service {
     }
 }
 
+/// mimalloc instead of the system allocator: at saturation glibc's malloc and free were a
+/// fifth to a third of game-session's and the gateway's CPU (docs/benchmarks.md).
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    let runtime = match tokio::runtime::Runtime::new() {
+    let mut builder = tokio::runtime::Builder::new_multi_thread();
+    builder.enable_all();
+    if let Some(n) = cli.worker_threads {
+        builder.worker_threads(usize::from(n));
+    }
+    let runtime = match builder.build() {
         Ok(r) => r,
         Err(e) => {
             eprintln!("frontier: cannot start the runtime: {e}");

@@ -55,6 +55,11 @@ pub struct PlayArgs {
     /// at most the time a finished game stays in Redis (1 hour).
     #[arg(long, env = "FRONTIER_REMATCH_TTL", default_value = "10m", value_parser = parse_duration)]
     pub rematch_ttl: Duration,
+    /// Games whose last committed state this instance keeps in memory for their next
+    /// action, saving a read and a decode per move (0 turns it off). Every write is still a
+    /// compare-and-set on the stored version, so several instances stay correct.
+    #[arg(long, env = "FRONTIER_STATE_CACHE", default_value_t = crate::cache::DEFAULT_CAPACITY)]
+    pub state_cache: usize,
     /// Test-only settings: present only in builds with the `test-hooks` feature, which
     /// release builds and images never enable (without it these flags do not exist, and a
     /// `FRONTIER_TEST_…` hook variable stops the service at start).

@@ -8,6 +8,7 @@
 //! queue, each through an outbox, so none is lost.
 
 pub mod bus;
+pub mod cache;
 pub mod config;
 pub mod error;
 pub mod game;
@@ -84,6 +85,7 @@ pub fn rules_of_play(
             absence_limit: config.absence_limit,
             presence_timeout: config.presence_timeout,
             rematch_ttl: config.rematch_ttl.min(Settings::default().finished_ttl),
+            state_cache: config.state_cache,
             #[cfg(feature = "test-hooks")]
             test_start_fens,
             ..Settings::default()

@@ -68,6 +68,9 @@ pub struct Settings {
     pub presence_timeout: Duration,
     /// How long a rematch offer stands (at most `finished_ttl`: the offer needs its game).
     pub rematch_ttl: Duration,
+    /// Games whose last committed state this instance keeps for their next action (0: read
+    /// every action's game from the store). See [`crate::cache`].
+    pub state_cache: usize,
     /// TEST ONLY (`test-hooks`): start positions (FEN) for new standard or atomic boards
     /// created without one, per variant. No client can reach it.
     #[cfg(feature = "test-hooks")]
@@ -81,6 +84,7 @@ impl Default for Settings {
             code_ttl: Duration::from_secs(24 * 3600),
             finished_ttl: Duration::from_secs(3600),
             resume_max: 256,
+            state_cache: crate::cache::DEFAULT_CAPACITY,
             absence_limit: Duration::from_secs(300),
             presence_timeout: Duration::from_secs(30),
             rematch_ttl: Duration::from_secs(600),
@@ -258,9 +262,23 @@ pub struct GameService<S, B> {
     pub(crate) clock: Arc<dyn Clock>,
     layouts: Arc<dyn LayoutSource>,
     pub(crate) settings: Settings,
+    /// The states this instance last committed, for the next action on each game.
+    cache: crate::cache::StateCache,
 }
 
 const MAX_ATTEMPTS: usize = 32;
+
+/// How one attempt at a player's action ended.
+enum Attempt {
+    /// Stored at this version.
+    Stored(u64),
+    /// The same action (by id) was applied before, at this version.
+    Repeated(u64),
+    /// A change was stored (the clock ran out first) and the action refused.
+    Refused(SessionError),
+    /// Another write got in first.
+    LostRace,
+}
 
 pub(crate) fn client(code: ErrorCode, message: impl Into<String>) -> SessionError {
     SessionError::Client(code, message.into())
@@ -334,6 +352,7 @@ impl<S: GameStore, B: EventBus> GameService<S, B> {
             bus,
             clock,
             layouts,
+            cache: crate::cache::StateCache::new(settings.state_cache),
             settings,
         }
     }
@@ -901,64 +920,114 @@ impl<S: GameStore, B: EventBus> GameService<S, B> {
         if action_id.len() > frontier_protocol::MAX_ID_BYTES {
             return Err(client(ErrorCode::BadField, "id is longer than 64 bytes"));
         }
-        for _ in 0..MAX_ATTEMPTS {
-            let (version, mut live) = self.load(game).await?;
-            let Audience::Player(seat) = live.seat_of(player_id) else {
-                return Err(client(ErrorCode::NotInGame, "you do not play in this game"));
+        for attempt in 0..MAX_ATTEMPTS {
+            // The first attempt may start from this instance's last commit; whatever it
+            // decides on that state other than a stored change is decided again on the
+            // store's (the cached state may be behind another instance's writes, and the
+            // compare-and-set refuses any write made on it then).
+            let cached = if attempt == 0 {
+                self.cache.take(game)
+            } else {
+                None
             };
-            if !action_id.is_empty()
-                && let Some(applied) = live.applied_action(seat, action_id)
-            {
-                return Ok((applied, true));
-            }
-            if let Some(expected) = expected_version
-                && expected != version
-            {
-                return Err(client(
-                    ErrorCode::StaleVersion,
-                    format!("the game is at version {version}, not {expected}"),
-                ));
-            }
-            let next = version + 1;
-            let claim;
-            let action = match action {
-                Action::ClaimVictory { .. } => {
-                    let seen = self.store.presence(game).await?;
-                    claim = Action::ClaimVictory {
-                        opponent_last_seen_ms: seen[!seat].unwrap_or(0),
-                        absence_limit_ms: self.settings.absence_limit.as_millis() as i64,
-                        presence_timeout_ms: self.settings.presence_timeout.as_millis() as i64,
-                    };
-                    &claim
-                }
-                other => other,
+            let from_cache = cached.is_some();
+            let (version, live) = match cached {
+                Some(hit) => hit,
+                None => self.load(game).await?,
             };
-            let now = self.clock.now_ms();
-            match live.apply(seat, action, now)? {
-                Applied::Done(change) => {
-                    live.remember_action(seat, action_id, next);
-                    if let Some(committed) =
-                        self.commit(game, version, &mut live, &change, now).await?
-                    {
-                        self.publish(game, &live, &committed).await;
-                        return Ok((next, false));
-                    }
+            let tried = self
+                .try_act(
+                    game,
+                    player_id,
+                    action_id,
+                    expected_version,
+                    action,
+                    version,
+                    live,
+                )
+                .await;
+            match tried {
+                Ok(Attempt::Stored(next)) => return Ok((next, false)),
+                Ok(Attempt::Refused(refusal)) => return Err(refusal),
+                Ok(Attempt::Repeated(version)) => return Ok((version, true)),
+                Ok(Attempt::LostRace) => {
+                    // Another instance changed the game. Reload and decide again.
+                    tokio::task::yield_now().await;
                 }
-                Applied::TimedOut(change, refusal) => {
-                    if let Some(committed) =
-                        self.commit(game, version, &mut live, &change, now).await?
-                    {
-                        self.publish(game, &live, &committed).await;
-                        return Err(refusal);
-                    }
+                Err(SessionError::Client(..)) if from_cache => {
+                    metrics::counter!("frontier_game_session_state_cache_rechecks_total")
+                        .increment(1);
                 }
+                Err(e) => return Err(e),
             }
-            // Lost the race: another instance changed the game. Reload and decide again.
-            tokio::task::yield_now().await;
         }
         Err(SessionError::Internal(
             "too much contention on this game".into(),
         ))
+    }
+
+    /// One attempt of [`act`](Self::act) on the game as read at `version`.
+    #[allow(clippy::too_many_arguments)]
+    async fn try_act(
+        &self,
+        game: &GameId,
+        player_id: &str,
+        action_id: &str,
+        expected_version: Option<u64>,
+        action: &Action,
+        version: u64,
+        mut live: storage::Loaded,
+    ) -> Result<Attempt, SessionError> {
+        let Audience::Player(seat) = live.seat_of(player_id) else {
+            return Err(client(ErrorCode::NotInGame, "you do not play in this game"));
+        };
+        if !action_id.is_empty()
+            && let Some(applied) = live.applied_action(seat, action_id)
+        {
+            return Ok(Attempt::Repeated(applied));
+        }
+        if let Some(expected) = expected_version
+            && expected != version
+        {
+            return Err(client(
+                ErrorCode::StaleVersion,
+                format!("the game is at version {version}, not {expected}"),
+            ));
+        }
+        let next = version + 1;
+        let claim;
+        let action = match action {
+            Action::ClaimVictory { .. } => {
+                let seen = self.store.presence(game).await?;
+                claim = Action::ClaimVictory {
+                    opponent_last_seen_ms: seen[!seat].unwrap_or(0),
+                    absence_limit_ms: self.settings.absence_limit.as_millis() as i64,
+                    presence_timeout_ms: self.settings.presence_timeout.as_millis() as i64,
+                };
+                &claim
+            }
+            other => other,
+        };
+        let now = self.clock.now_ms();
+        match live.apply(seat, action, now)? {
+            Applied::Done(change) => {
+                live.remember_action(seat, action_id, next);
+                if let Some(committed) = self.commit(game, version, &mut live, &change, now).await?
+                {
+                    self.publish(game, &live, &committed).await;
+                    self.cache.put(*game, next, live);
+                    return Ok(Attempt::Stored(next));
+                }
+            }
+            Applied::TimedOut(change, refusal) => {
+                if let Some(committed) = self.commit(game, version, &mut live, &change, now).await?
+                {
+                    self.publish(game, &live, &committed).await;
+                    return Ok(Attempt::Refused(refusal));
+                }
+            }
+        }
+        Ok(Attempt::LostRace)
     }
 
     /// A clock service found `game`'s deadline due: ends the game on time if its clock

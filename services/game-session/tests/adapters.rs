@@ -151,6 +151,81 @@ async fn two_instances_racing_on_one_game_apply_one_move() {
     drop_stream(&ns).await;
 }
 
+/// Each instance keeps the state it last committed of a game for that game's next action
+/// (`cache.rs`). When the other instance moved in between, that state is behind: whatever it
+/// would decide other than a stored change — a stale version, not your turn — is decided
+/// again on the store's state, and nothing is ever written from it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_instance_behind_on_a_game_decides_again_on_the_stored_state() {
+    let ns = Namespace::new(&frontier_testkit::unique_namespace()).expect("valid");
+    let a = real_service(&ns).await;
+    let b = real_service(&ns).await;
+    let white = player("w");
+    let black = player("b");
+    let (game, code, _) = a
+        .create_board(NewBoard {
+            creator: white.clone(),
+            variant: Variant::Standard,
+            color: Some(Color::White),
+            rated: false,
+            time_control: None,
+            start_fen: None,
+        })
+        .await
+        .expect("created");
+    a.join_board(black.clone(), &code).await.expect("joined");
+    let mv = |uci: &str| Action::Move(uci.into(), None);
+    // v3 through A (A keeps v3), v4 through B.
+    assert_eq!(
+        a.act(&game, &white.id, "1", None, &mv("e2e4"))
+            .await
+            .expect("e4")
+            .0,
+        3
+    );
+    assert_eq!(
+        b.act(&game, &black.id, "2", None, &mv("e7e5"))
+            .await
+            .expect("e5")
+            .0,
+        4
+    );
+    // A's state says version 3; the client rightly expects 4.
+    let nf3 = a.act(&game, &white.id, "3", Some(4), &mv("g1f3")).await;
+    assert_eq!(nf3.expect("a right expected version is accepted").0, 5);
+    // A keeps v5 (Black to move); B plays Black's reply, so at A's v5 it is not White's
+    // turn — but in the game it is.
+    assert_eq!(
+        b.act(&game, &black.id, "4", None, &mv("b8c6"))
+            .await
+            .expect("Nc6")
+            .0,
+        6
+    );
+    let bb5 = a.act(&game, &white.id, "5", None, &mv("f1b5")).await;
+    assert_eq!(bb5.expect("White's turn in the stored game").0, 7);
+    // A repeated action (same id) is answered from its recorded version, not applied again.
+    assert_eq!(
+        b.act(&game, &white.id, "5", None, &mv("f1b5"))
+            .await
+            .expect("repeat"),
+        (7, true)
+    );
+    // A real refusal still reaches the client: Black's move on a stale state of A, then on
+    // the stored one, is illegal both times.
+    let refused = a.act(&game, &black.id, "6", None, &mv("e8e6")).await;
+    assert!(refused.is_err(), "an illegal move is refused: {refused:?}");
+    let seen = b.view(&game, "").await.expect("view");
+    assert_eq!(seen.version, 7, "nothing was written from a stale state");
+    let ServerMessage::Game { game: g, .. } = serde_json::from_str(&seen.frame).expect("json")
+    else {
+        panic!("game frame");
+    };
+    let played: Vec<&str> = g.moves.iter().map(|m| m.uci.as_str()).collect();
+    assert_eq!(played, ["e2e4", "e7e5", "g1f3", "b8c6", "f1b5"]);
+    drop_stream(&ns).await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn identities_travel_only_on_the_entitled_subject_and_finished_games_reach_the_stream_once() {
     let ns = Namespace::new(&frontier_testkit::unique_namespace()).expect("valid");

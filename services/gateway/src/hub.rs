@@ -196,7 +196,9 @@ impl Hub {
             topics.map.retain(|_, weak| weak.strong_count() > 0);
             topics.sweep_at = (topics.map.len() * 2).max(64);
         }
-        topics.map.insert(subject.to_owned(), Arc::downgrade(&topic));
+        topics
+            .map
+            .insert(subject.to_owned(), Arc::downgrade(&topic));
         Ok((topic, rx))
     }
 
@@ -289,7 +291,10 @@ mod tests {
             .expect("follow");
         bus.publish("g.1.public".into(), 3, false, Bytes::from_static(b"live"));
         assert_eq!(rx.recv().await.expect("frame").version, 3);
-        assert!(!stuck.is_finished(), "the stuck subscription is still pending");
+        assert!(
+            !stuck.is_finished(),
+            "the stuck subscription is still pending"
+        );
         stuck.abort();
         drop(topic);
     }

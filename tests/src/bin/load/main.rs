@@ -30,6 +30,10 @@ use clap::{CommandFactory as _, FromArgMatches as _, parser::ValueSource};
 use serde_json::{Value, json};
 use tokio::sync::watch;
 
+/// The same allocator as the services (its CPU per move is reported next to theirs).
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 use cli::Args;
 use stats::{Recorder, ms};
 
