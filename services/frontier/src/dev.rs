@@ -266,8 +266,12 @@ async fn start_on<A: Accounts, S: RatingStore>(
         client: MatchmakingClient::new(traced(
             matchmaking_connector.channel("http://matchmaking.in-process"),
         )),
-        notices: frontier_gateway::matchmaking::NoticeSource::Local(notices),
     };
+    // Player notices: game-session's rematch frames travel with the game events,
+    // matchmaking's `matched` notices on their own bus.
+    let player_notices = frontier_gateway::notices::PlayerNotices::new(&ns);
+    player_notices.local(&events, frontier_gateway::notices::LocalKind::Frames);
+    player_notices.local(&notices, frontier_gateway::notices::LocalKind::Matched);
 
     // The gateway: the one port.
     let state = Arc::new(frontier_gateway::AppState {
@@ -276,7 +280,11 @@ async fn start_on<A: Accounts, S: RatingStore>(
         matchmaking: Some(matchmaking),
         jwt: JwtKeys::new(jwt_secret.as_bytes(), config.jwt_ttl).map_err(anyhow::Error::msg)?,
         sessions: sessions(),
-        hub: Hub::new(Box::new(LocalSource(events)), 1024),
+        hub: Hub::new(
+            Box::new(LocalSource(events)),
+            frontier_gateway::ws::GAME_FRAMES,
+        ),
+        notices: player_notices,
         limits: Limits::disabled(ns.clone(), config.limits.clone()),
         readiness: frontier_platform::admin::Readiness::new(),
         ns,

@@ -9,6 +9,7 @@ pub mod http;
 pub mod hub;
 pub mod limits;
 pub mod matchmaking;
+pub mod notices;
 pub mod records;
 pub mod sessions;
 pub mod sqlite;
@@ -67,6 +68,8 @@ pub struct AppState<A> {
     pub sessions: Sessions,
     /// NATS fan-out.
     pub hub: Hub,
+    /// Every player's notices, routed to their connections here.
+    pub notices: notices::PlayerNotices,
     /// Namespace.
     pub ns: Namespace,
     /// Abuse limits (Redis).
@@ -130,15 +133,21 @@ pub async fn build(config: &Config) -> anyhow::Result<Service> {
     let matchmaking = config
         .matchmaking_url
         .as_deref()
-        .map(|url| matchmaking::MatchmakingLink::connect(url, nats.clone()))
+        .map(matchmaking::MatchmakingLink::connect)
         .transpose()?;
+    let notices = notices::PlayerNotices::new(&ns);
+    notices
+        .nats(&nats)
+        .await
+        .map_err(|e| anyhow::anyhow!("following player notices on NATS: {e}"))?;
     Ok(Arc::new(AppState {
         accounts: PgAccounts::new(pool.clone(), hasher),
+        notices,
         ratings,
         matchmaking,
         jwt,
         sessions: sessions::connect(&config.game_session_urls)?,
-        hub: Hub::new(Box::new(hub::NatsSource(nats.clone())), 1024),
+        hub: Hub::new(Box::new(hub::NatsSource(nats.clone())), ws::GAME_FRAMES),
         readiness: frontier_platform::admin::Readiness::new()
             .postgres(pool.clone())
             .nats(nats.clone())

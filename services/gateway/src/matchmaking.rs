@@ -1,41 +1,24 @@
-//! Quick match at the edge: the matchmaking service's client, the conversions between the
-//! protocol's pools and notices and their protobuf forms, and each connection's follower of
-//! its player's notices (`<ns>.player.<id>` on NATS, or on an in-process
-//! [`LocalBus`] in one process).
+//! Quick match at the edge: the matchmaking service's client and the conversions between
+//! the protocol's pools and notices and their protobuf forms (the notices themselves
+//! arrive through [`crate::notices`]).
 
 use frontier_pairing::Pool;
-use frontier_platform::Namespace;
-use frontier_platform::local_bus::LocalBus;
 use frontier_platform::trace::{Traced, traced};
 use frontier_proto::matchmaking::v1 as mm;
 use frontier_proto::matchmaking::v1::matchmaking_client::MatchmakingClient;
 use frontier_protocol::{ClockSpec, Matched, PlayerInfo, PoolSpec};
-use futures_util::StreamExt as _;
-use prost::Message as _;
-use tokio::sync::mpsc;
 
 /// The matchmaking service, for `seek`, `cancel_seek` and `status`.
 #[derive(Clone)]
 pub struct MatchmakingLink {
-    /// Its client (each call carries the caller's trace context).
+    /// Its client (each call carries the caller's trace context). Its `matched` notices
+    /// reach connections through [`crate::notices`].
     pub client: MatchmakingClient<Traced>,
-    /// Where each player's `matched` notices arrive.
-    pub notices: NoticeSource,
-}
-
-/// Where `matched` notices arrive: protobuf `frontier.matchmaking.v1.Matched` on each
-/// player's subject `<ns>.player.<id>`.
-#[derive(Clone)]
-pub enum NoticeSource {
-    /// NATS (the distributed platform).
-    Nats(async_nats::Client),
-    /// An in-process bus that matchmaking publishes on (`frontier dev`).
-    Local(LocalBus),
 }
 
 impl MatchmakingLink {
     /// A lazily connected client of the matchmaking service at `url`.
-    pub fn connect(url: &str, nats: async_nats::Client) -> anyhow::Result<MatchmakingLink> {
+    pub fn connect(url: &str) -> anyhow::Result<MatchmakingLink> {
         let channel = tonic::transport::Endpoint::from_shared(url.to_owned())
             .map_err(|e| anyhow::anyhow!("matchmaking URL `{url}`: {e}"))?
             .tcp_nodelay(true)
@@ -43,7 +26,6 @@ impl MatchmakingLink {
             .connect_lazy();
         Ok(MatchmakingLink {
             client: MatchmakingClient::new(traced(channel)),
-            notices: NoticeSource::Nats(nats),
         })
     }
 }
@@ -94,76 +76,4 @@ pub fn matched_from_proto(m: mm::Matched) -> Option<Matched> {
         rated: m.rated,
         pool,
     })
-}
-
-/// Follows `player`'s notices until the returned task is aborted, handing each to `out`.
-/// Resolves once the subscription is active (a notice published afterwards is not missed).
-pub async fn follow_notices(
-    source: &NoticeSource,
-    ns: &Namespace,
-    player: &str,
-    out: mpsc::Sender<Matched>,
-) -> Option<tokio::task::JoinHandle<()>> {
-    let subject = ns.player_subject(player);
-    match source {
-        NoticeSource::Nats(nats) => {
-            let mut subscription = match nats.subscribe(subject).await {
-                Ok(s) => s,
-                Err(e) => {
-                    tracing::warn!(error = %e, "could not follow the player's notices");
-                    return None;
-                }
-            };
-            crate::hub::server_round_trip(nats).await;
-            Some(tokio::spawn(async move {
-                while let Some(message) = subscription.next().await {
-                    if message
-                        .headers
-                        .as_ref()
-                        .is_some_and(|h| h.get(frontier_platform::names::NOTICE_HEADER).is_some())
-                    {
-                        // A client-protocol frame (a rematch notice): the connection's
-                        // notice topic relays those.
-                        continue;
-                    }
-                    if !hand_over(&message.payload, &out).await {
-                        return;
-                    }
-                }
-            }))
-        }
-        NoticeSource::Local(bus) => {
-            // Active at once: subscribed before this returns.
-            let mut rx = bus.subscribe();
-            Some(tokio::spawn(async move {
-                loop {
-                    match rx.recv().await {
-                        Ok(m) if m.subject == subject => {
-                            if !hand_over(&m.payload, &out).await {
-                                return;
-                            }
-                        }
-                        Ok(_) => {}
-                        // Missed notices are found with `status`, as on NATS.
-                        Err(tokio::sync::broadcast::error::RecvError::Lagged(n)) => {
-                            tracing::warn!(missed = n, "the notice follower fell behind");
-                        }
-                        Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
-                    }
-                }
-            }))
-        }
-    }
-}
-
-/// Decodes one notice and hands it over; false once the connection is gone.
-async fn hand_over(payload: &[u8], out: &mpsc::Sender<Matched>) -> bool {
-    let Ok(notice) = mm::Matched::decode(payload) else {
-        tracing::warn!("an unreadable matched notice was dropped");
-        return true;
-    };
-    match matched_from_proto(notice) {
-        Some(matched) => out.send(matched).await.is_ok(),
-        None => true,
-    }
 }

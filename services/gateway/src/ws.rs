@@ -18,6 +18,7 @@ use frontier_protocol::{
     SeekStanding, ServerMessage, frame_tags, to_json,
 };
 use futures_util::{SinkExt as _, StreamExt as _};
+use prost::Message as _;
 use tokio::sync::{broadcast, mpsc};
 use tracing::Instrument as _;
 
@@ -25,8 +26,9 @@ use crate::AppState;
 use crate::accounts::Accounts;
 use crate::limits::{Refused, Reservation, Slot, Window, count_refusal};
 use crate::matchmaking::{
-    MAX_POOLS, MatchmakingLink, follow_notices, matched_from_proto, pool_from_key, pool_to_proto,
+    MAX_POOLS, MatchmakingLink, matched_from_proto, pool_from_key, pool_to_proto,
 };
+use crate::notices::{Following, Notice};
 use crate::sessions::{Refusal, seat_name};
 
 /// Close codes the gateway uses besides the standard ones.
@@ -41,6 +43,16 @@ pub mod close {
 
 /// Most games one connection may follow at once.
 pub const MAX_FOLLOWS: usize = 32;
+
+/// Frames a player's subject keeps for a connection that has not read them yet (rematch
+/// notices: a few per game at most). A connection that falls further behind misses a
+/// notice, which a client recovers by asking (`status`, the game's view).
+pub const PLAYER_FRAMES: usize = 16;
+
+/// Frames a game's subject keeps for a follower that has not read them yet; one that falls
+/// further behind resumes from the game's log. A broadcast channel allocates its slots up
+/// front, so this is memory per followed subject per gateway (about 100 bytes a frame).
+pub const GAME_FRAMES: usize = 128;
 
 /// A token bucket: `burst` messages at once, refilled at `per_second`.
 #[derive(Debug)]
@@ -86,41 +98,25 @@ struct Connection<A: Accounts> {
     conn_id: String,
     /// The connection slots it holds (its address's; its player's once authenticated).
     slots: Vec<(Slot, String)>,
-    /// The follower of the player's `matched` notices (with matchmaking configured).
-    notices: Option<tokio::task::JoinHandle<()>>,
-    /// Where the follower hands notices over, until the connection's loop takes it.
-    notice_rx: Option<mpsc::Receiver<Matched>>,
-    /// The player's subject (`<ns>.player.<id>`), whose frames (rematch notices) are
-    /// relayed: held while the connection lives.
-    player_topic: Option<Arc<crate::hub::Topic>>,
-    /// Its frames, until the connection's loop takes them.
-    player_frames: Option<broadcast::Receiver<crate::hub::Frame>>,
+    /// The player's notices (`matched`, rematch frames; see [`crate::notices`]), until
+    /// the connection's loop takes them.
+    player_notices: Option<Following>,
 }
 
-/// The next frame on the player's subject, or never without one. A receiver that fell
-/// behind skips what it missed (notices are at most once); a closed one stops.
-async fn next_player_frame(
-    rx: &mut Option<broadcast::Receiver<crate::hub::Frame>>,
-) -> crate::hub::Frame {
+/// The player's next notice, or never before the player authenticated. A receiver that
+/// fell behind skips what it missed (notices are at most once); a closed one stops.
+async fn next_player_notice(following: &mut Option<Following>) -> Notice {
     loop {
-        let Some(receiver) = rx else {
+        let Some(f) = following else {
             return std::future::pending().await;
         };
-        match receiver.recv().await {
-            Ok(frame) => return frame,
+        match f.rx.recv().await {
+            Ok(notice) => return notice,
             Err(broadcast::error::RecvError::Lagged(n)) => {
                 tracing::warn!(missed = n, "player notices were missed");
             }
-            Err(broadcast::error::RecvError::Closed) => *rx = None,
+            Err(broadcast::error::RecvError::Closed) => *following = None,
         }
-    }
-}
-
-/// The next notice, or never without a follower.
-async fn next_notice(rx: &mut Option<mpsc::Receiver<Matched>>) -> Option<Matched> {
-    match rx {
-        Some(rx) => rx.recv().await,
-        None => std::future::pending().await,
     }
 }
 
@@ -224,10 +220,7 @@ pub async fn serve<A: Accounts>(socket: WebSocket, state: Arc<AppState<A>>, clie
         follows: HashMap::new(),
         conn_id: uuid::Uuid::new_v4().to_string(),
         slots: Vec::new(),
-        notices: None,
-        notice_rx: None,
-        player_topic: None,
-        player_frames: None,
+        player_notices: None,
     };
     if let Err(refused) = state
         .limits
@@ -255,27 +248,24 @@ pub async fn serve<A: Accounts>(socket: WebSocket, state: Arc<AppState<A>>, clie
         tokio::time::interval((state.limits.args.ws_lease / 3).max(Duration::from_millis(100)));
     lease.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     lease.tick().await;
-    let mut notice_rx = None;
-    let mut player_frames = None;
+    let mut player_notices = None;
     loop {
         if conn.out.is_closed() {
             break;
         }
-        if notice_rx.is_none() {
-            notice_rx = conn.notice_rx.take();
-        }
-        if player_frames.is_none() {
-            player_frames = conn.player_frames.take();
+        if player_notices.is_none() {
+            player_notices = conn.player_notices.take();
         }
         tokio::select! {
-            Some(matched) = next_notice(&mut notice_rx) => conn.on_matched(matched),
-            frame = next_player_frame(&mut player_frames) => conn.on_player_frame(frame),
+            notice = next_player_notice(&mut player_notices) => conn.on_notice(notice),
             _ = state.shutdown.wait() => {
                 conn.close(1001, "server shutting down");
                 break;
             }
             _ = lease.tick() => {
-                state.limits.refresh(&conn.slots, &conn.conn_id).await;
+                // Boxed, as is each command below: the connection's task then holds their
+                // state only while they run, not for as long as the socket is open.
+                Box::pin(state.limits.refresh(&conn.slots, &conn.conn_id)).await;
             }
             _ = &mut auth_deadline, if conn.player.is_none() => {
                 conn.close(close::AUTH_TIMEOUT, "authenticate within the time allowed");
@@ -292,7 +282,7 @@ pub async fn serve<A: Accounts>(socket: WebSocket, state: Arc<AppState<A>>, clie
                     }
                     break;
                 }
-                Some(Ok(Message::Text(t))) => conn.on_text(t.as_str()).await,
+                Some(Ok(Message::Text(t))) => Box::pin(conn.on_text(t.as_str())).await,
                 Some(Ok(Message::Binary(_))) => {
                     conn.push(error_message(None, None, ErrorCode::BadJson, "send JSON in text frames"));
                 }
@@ -302,9 +292,6 @@ pub async fn serve<A: Accounts>(socket: WebSocket, state: Arc<AppState<A>>, clie
         }
     }
     for (_, task) in conn.follows.drain() {
-        task.abort();
-    }
-    if let Some(task) = conn.notices.take() {
         task.abort();
     }
     state.limits.release(&conn.slots, &conn.conn_id).await;
@@ -523,7 +510,7 @@ impl<A: Accounts> Connection<A> {
                 self.slots.push((Slot::Player, player));
                 // Follow the player's notices before saying so: nothing sent to the
                 // player after `authenticated` is missed.
-                self.follow_player(&claims.sub.to_string()).await;
+                self.player_notices = Some(self.state.notices.follow(&claims.sub.to_string()));
                 self.send(&ServerMessage::Authenticated {
                     id: id.map(str::to_owned),
                     player: PlayerInfo {
@@ -533,7 +520,7 @@ impl<A: Accounts> Connection<A> {
                         bot: false,
                     },
                 });
-                self.start_notices(&claims.sub.to_string()).await;
+                self.start_notices(&claims.sub.to_string());
                 self.player = Some(claims);
             }
             Err(e) => self.error(id, None, auth_code(&e), e.to_string()),
@@ -825,16 +812,12 @@ impl<A: Accounts> Connection<A> {
         link
     }
 
-    /// Follows the player's `matched` notices (a connection of an authenticated player,
-    /// with matchmaking configured), and tells matchmaking the player is here: a seek due
-    /// to lapse after a disconnect stays.
-    async fn start_notices(&mut self, player: &str) {
+    /// Tells matchmaking the player is here (a connection of an authenticated player, with
+    /// matchmaking configured): a seek due to lapse after a disconnect stays.
+    fn start_notices(&mut self, player: &str) {
         let Some(link) = self.state.matchmaking.clone() else {
             return;
         };
-        let (tx, rx) = mpsc::channel(8);
-        self.notices = follow_notices(&link.notices, &self.state.ns, player, tx).await;
-        self.notice_rx = Some(rx);
         let mut client = link.client;
         let request = mm::PlayerRequest {
             player_id: player.to_owned(),
@@ -846,26 +829,27 @@ impl<A: Accounts> Connection<A> {
         });
     }
 
-    /// Follows the player's subject, whose frames (rematch notices) this connection relays.
-    async fn follow_player(&mut self, player: &str) {
-        match self
-            .state
-            .hub
-            .follow(&self.state.ns.player_subject(player))
-            .await
-        {
-            Ok((topic, rx)) => {
-                self.player_topic = Some(topic);
-                self.player_frames = Some(rx);
+    /// A notice for the player: a `matched` notice is told to the client and its game
+    /// opened here; a frame is relayed.
+    fn on_notice(&mut self, notice: Notice) {
+        match notice {
+            Notice::Frame(json) => self.on_player_frame(json),
+            Notice::Matched(payload) => {
+                let Ok(notice) = mm::Matched::decode(payload) else {
+                    tracing::warn!("an unreadable matched notice was dropped");
+                    return;
+                };
+                if let Some(matched) = matched_from_proto(notice) {
+                    self.on_matched(matched);
+                }
             }
-            Err(e) => tracing::warn!(error = %e, "could not follow the player's notices"),
         }
     }
 
     /// A frame on the player's subject: relayed as it is; a started rematch is opened on
     /// this connection (unless it follows it already).
-    fn on_player_frame(&mut self, frame: crate::hub::Frame) {
-        let started = match serde_json::from_slice::<ServerMessage>(&frame.json) {
+    fn on_player_frame(&mut self, json: Bytes) {
+        let started = match serde_json::from_slice::<ServerMessage>(&json) {
             Ok(ServerMessage::RematchStarted { new_game_id, .. }) => Some(new_game_id),
             Ok(_) => None,
             Err(e) => {
@@ -873,7 +857,7 @@ impl<A: Accounts> Connection<A> {
                 return;
             }
         };
-        match Utf8Bytes::try_from(frame.json) {
+        match Utf8Bytes::try_from(json) {
             Ok(text) => self.push(Message::Text(text)),
             Err(_) => return,
         }
