@@ -45,28 +45,15 @@ impl Clusters {
     /// Two gateways, two game-sessions (shortened clock minutes), a clock, the rating
     /// service.
     async fn platform(&self) -> anyhow::Result<Platform> {
-        // A new NATS cluster places R3 streams only once its JetStream meta group has
-        // formed: until then stream creation answers "no suitable peers" (10005).
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
-        let mut p = loop {
-            match Platform::start_on(
-                &self.servers(),
-                2,
-                2,
-                Some(LAYOUT),
-                &["--test-clock-minute", MINUTE],
-            )
-            .await
-            {
-                Err(e)
-                    if format!("{e:#}").contains("10005")
-                        && std::time::Instant::now() < deadline =>
-                {
-                    tokio::time::sleep(std::time::Duration::from_millis(250)).await;
-                }
-                other => break other?,
-            }
-        };
+        // `NatsCluster::wait_ready` returned: R3 streams can be placed.
+        let mut p = Platform::start_on(
+            &self.servers(),
+            2,
+            2,
+            Some(LAYOUT),
+            &["--test-clock-minute", MINUTE],
+        )
+        .await?;
         p.start_clock().await?;
         Ok(p)
     }

@@ -16,6 +16,9 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, bail};
 
+/// The stream [`NatsCluster::wait_ready`] makes to see that R3 streams can be placed.
+const READY_STREAM: &str = "FRONTIER_CLUSTER_READY";
+
 /// How long a cluster may take to form or to take a node back.
 const FORM_TIMEOUT: Duration = Duration::from_secs(60);
 
@@ -327,6 +330,40 @@ impl NatsCluster {
                 }
                 tokio::time::sleep(Duration::from_millis(100)).await;
             }
+        }
+        // Answering is not placing: until the JetStream meta group knows all three peers, a
+        // stream of three replicas is refused with "no suitable peers for placement"
+        // (10005). Ready means a throwaway R3 stream can be made (and it is removed again).
+        if self.nodes.iter().all(Option::is_some) {
+            let client = async_nats::connect(self.url(0)).await?;
+            let config = format!(
+                r#"{{"name":"{READY_STREAM}","subjects":["_frontier.{READY_STREAM}"],"num_replicas":3,"storage":"memory"}}"#
+            );
+            loop {
+                let created = tokio::time::timeout(
+                    Duration::from_secs(2),
+                    client.request(
+                        format!("$JS.API.STREAM.CREATE.{READY_STREAM}"),
+                        config.clone().into(),
+                    ),
+                )
+                .await;
+                if let Ok(Ok(reply)) = created
+                    && !String::from_utf8_lossy(&reply.payload).contains("\"error\"")
+                {
+                    break;
+                }
+                if start.elapsed() > FORM_TIMEOUT {
+                    bail!("NATS cluster: no R3 stream placed after {FORM_TIMEOUT:?}");
+                }
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+            let _ = client
+                .request(
+                    format!("$JS.API.STREAM.DELETE.{READY_STREAM}"),
+                    Vec::new().into(),
+                )
+                .await;
         }
         Ok(())
     }
