@@ -67,6 +67,7 @@ fn wait_until(
 
 /// A Redis Cluster of three masters on loopback.
 pub struct RedisCluster {
+    fsync: String,
     dir: PathBuf,
     ports: Vec<u16>,
     nodes: Vec<Option<Child>>,
@@ -76,8 +77,16 @@ impl RedisCluster {
     /// Starts three masters, joins them into a cluster (slots split evenly, no replicas)
     /// and waits until every node reports the cluster up.
     pub fn start() -> anyhow::Result<RedisCluster> {
+        RedisCluster::start_with_fsync("always")
+    }
+
+    /// [`RedisCluster::start`] with another `appendfsync` policy (`always`, `everysec`,
+    /// `no`): the benchmarks compare the cluster with a single node that keeps nothing on
+    /// disk.
+    pub fn start_with_fsync(policy: &str) -> anyhow::Result<RedisCluster> {
         let dir = temp_dir("redis-cluster")?;
         let mut cluster = RedisCluster {
+            fsync: policy.to_owned(),
             dir,
             ports: Vec::new(),
             nodes: Vec::new(),
@@ -125,7 +134,7 @@ impl RedisCluster {
             .args(["--cluster-node-timeout", "1000"])
             .args(["--cluster-require-full-coverage", "no"])
             .args(["--appendonly", "yes"])
-            .args(["--appendfsync", "always"])
+            .args(["--appendfsync", &self.fsync])
             .args(["--save", ""])
             .arg("--dir")
             .arg(&node_dir)
