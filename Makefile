@@ -14,6 +14,9 @@
 #   make dev     every service in one process, nothing to install (frontier dev)
 #   make rig     the multi-instance rig: two of every service, each its own process
 #   make chaos   kill -9 chaos under load on the rig, checked from the records (minutes)
+#   make load-clusters  the live path's moves/s on a throwaway 3-master Redis Cluster and
+#                3-node NATS cluster (R3 streams), next to `make load`'s single nodes
+#   make chaos-clusters  `make chaos` on the same throwaway clusters
 #   make soak    an hour at half the measured saturation: every process's memory flat, no
 #                error growth, latency stable (SOAK_SECONDS, SOAK_RATE); not part of make test
 #   make browser-test  the web client in a real Chromium against frontier dev, and its
@@ -33,7 +36,7 @@ PERFT := $(CARGO) run --quiet --release -p frontier-rules --bin perft --
 IMAGE ?= frontier:dev
 DEPLOY_PY := scripts/deploy-python.sh
 
-.PHONY: all build test lint fmt perft bench load load-idle soak ladder fuzz run dev clean deploy-check k8s scaling-check image image-offline browser-test rig chaos
+.PHONY: all build test lint fmt perft bench load load-idle load-clusters chaos-clusters soak ladder fuzz run dev clean deploy-check k8s scaling-check image image-offline browser-test rig chaos
 
 all: build
 
@@ -137,6 +140,27 @@ load-idle:
 	scripts/test-services.sh scripts/bench-live.sh frontier $(RELEASE_BIN)/frontier -- \
 		--rate 50 --games 5 --seconds 120 --idle $(IDLE) --idle-rate 400 --source-addrs 4 \
 		--json $(LOAD_OUT)/idle.json --svg $(LOAD_OUT)/idle.svg
+
+# The same as `make load`, on a throwaway Redis Cluster (3 masters) and NATS cluster (3
+# nodes, R3 streams) started by frontier-clusters (libs/testkit/src/cluster.rs).
+# CLUSTER_FSYNC: the masters' appendfsync (no: like the single test Redis, which keeps
+# nothing on disk; always: as the cluster tests run them).
+CLUSTER_FSYNC ?= no
+load-clusters:
+	$(CARGO) build --release -p frontier -p frontier-integration-tests --bin frontier --bin frontier-load --bin frontier-clusters
+	mkdir -p $(LOAD_OUT)
+	scripts/test-services.sh $(RELEASE_BIN)/frontier-clusters --appendfsync $(CLUSTER_FSYNC) -- \
+		scripts/bench-live.sh frontier $(RELEASE_BIN)/frontier -- \
+		$(LOAD_ARGS) --json $(LOAD_OUT)/load-clusters.json --svg $(LOAD_OUT)/load-clusters.svg
+
+# `make chaos` on throwaway clusters (appendfsync always: nothing acknowledged may be lost).
+chaos-clusters:
+	$(CARGO) build -p frontier --bin frontier --features test-hooks
+	$(CARGO) build --release -p frontier-integration-tests --bin frontier-clusters
+	FRONTIER_CHAOS_SECONDS=$(CHAOS_SECONDS) FRONTIER_CHAOS_SCALE=$(CHAOS_SCALE) \
+		FRONTIER_CHAOS_KILL_EVERY_MS=$(CHAOS_KILL_EVERY_MS) \
+		scripts/test-services.sh $(RELEASE_BIN)/frontier-clusters --appendfsync always -- \
+		$(CARGO) test -p frontier-integration-tests --test chaos -- --nocapture
 
 # The soak (scripts/soak.sh): one of each service from release builds, open loop at
 # SOAK_RATE moves/s over SOAK_GAMES games for SOAK_SECONDS, every process's RSS sampled;

@@ -939,7 +939,7 @@ async fn chaos_monkey(
 /// Removes the namespace's JetStream streams (the Redis keys and the database go with the
 /// test run).
 async fn remove_streams(namespace: &str) {
-    if let Ok(client) = async_nats::connect(frontier_testkit::nats_url()).await
+    if let Ok(client) = frontier_platform::streams::connect(&frontier_testkit::nats_url()).await
         && let Ok(ns) = frontier_platform::Namespace::new(namespace)
     {
         let js = async_nats::jetstream::new(client);
@@ -1136,8 +1136,10 @@ async fn check(
     seekers: &[String],
 ) -> anyhow::Result<String> {
     let mut failures = Vec::new();
-    let client = redis::Client::open(frontier_testkit::redis_url())?;
-    let mut redis = redis::aio::ConnectionManager::new(client).await?;
+    // One node or a cluster (a seed list): key reads go to the key's master.
+    let mut redis =
+        frontier_platform::redis_conn::RedisConn::connect(&frontier_testkit::redis_url(), false)
+            .await?;
     let ns = frontier_platform::Namespace::new(namespace).map_err(anyhow::Error::msg)?;
     let log_key = |game: &str| -> anyhow::Result<String> {
         let id: frontier_platform::GameId = game.parse()?;
@@ -1184,8 +1186,13 @@ async fn check(
     // 2. No game is stuck: every game that started has ended in Redis.
     let mut by_player: HashMap<String, Vec<String>> = HashMap::new();
     let mut ended = 0;
-    let keys: Vec<String> = {
-        let mut out = Vec::new();
+    // The state hashes, `<ns>:{<shard>}:game:<id>`, from every node: on a cluster each
+    // master lists only the keys of its own slots (the seed list names every master).
+    let mut keys: Vec<String> = Vec::new();
+    for url in frontier_testkit::redis_url().split(',') {
+        let mut node = redis::Client::open(url.trim())?
+            .get_multiplexed_async_connection()
+            .await?;
         let mut cursor = 0u64;
         loop {
             let (next, batch): (u64, Vec<String>) = redis::cmd("SCAN")
@@ -1194,19 +1201,21 @@ async fn check(
                 .arg(format!("{namespace}:{{*}}:game:*"))
                 .arg("COUNT")
                 .arg(1000)
-                .query_async(&mut redis)
+                .query_async(&mut node)
                 .await?;
-            // The state hashes: `<ns>:{<shard>}:game:<id>`, not the `:log`, `:presence`, … beside them.
-            out.extend(batch.into_iter().filter(|k| {
+            // Not the `:log`, `:presence`, … beside them.
+            keys.extend(batch.into_iter().filter(|k| {
                 k.rsplit_once(":game:")
                     .is_some_and(|(_, id)| !id.contains(':'))
             }));
             cursor = next;
             if cursor == 0 {
-                break out;
+                break;
             }
         }
-    };
+    }
+    keys.sort();
+    keys.dedup();
     let mut stored = HashMap::new();
     for key in &keys {
         let s: Option<Vec<u8>> = redis::cmd("HGET")
