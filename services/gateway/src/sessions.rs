@@ -25,8 +25,20 @@ impl From<tonic::Status> for Refusal {
                 message: status.message().to_owned(),
             };
         }
+        // A call cut off by the transport (the instance died mid-call: the connection reset)
+        // comes back as `Unknown` with the transport's error as its source; one that the
+        // server sent has no source. The former is a "try again", like `Unavailable`.
+        let cut_off =
+            status.code() == tonic::Code::Unknown && std::error::Error::source(&status).is_some();
         match status.code() {
             tonic::Code::Unavailable | tonic::Code::DeadlineExceeded | tonic::Code::Cancelled => {
+                Refusal {
+                    code: ErrorCode::Unavailable,
+                    message: "the game service is unavailable; try again".to_owned(),
+                }
+            }
+            _ if cut_off => {
+                tracing::warn!(status = %status, "a game-session call was cut off");
                 Refusal {
                     code: ErrorCode::Unavailable,
                     message: "the game service is unavailable; try again".to_owned(),
@@ -57,4 +69,22 @@ pub fn connect(urls: &[String]) -> anyhow::Result<Sessions> {
 pub fn seat_name(seat: i32) -> &'static str {
     use frontier_platform::convert::{audience_name, audience_of_seat};
     audience_name(audience_of_seat(seat))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_call_cut_off_by_the_transport_is_unavailable_not_internal() {
+        let reset = std::io::Error::new(std::io::ErrorKind::ConnectionReset, "reset by peer");
+        let cut = tonic::Status::from_error(Box::new(reset));
+        assert_eq!(cut.code(), tonic::Code::Unknown);
+        assert_eq!(Refusal::from(cut).code, ErrorCode::Unavailable);
+        // An `Unknown` the server sent is a failure on the server.
+        assert_eq!(
+            Refusal::from(tonic::Status::unknown("boom")).code,
+            ErrorCode::Internal
+        );
+    }
 }
