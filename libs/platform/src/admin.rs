@@ -115,6 +115,9 @@ impl Readiness {
     }
 }
 
+/// How often recorded histogram samples are folded into their buckets.
+const METRICS_UPKEEP: std::time::Duration = std::time::Duration::from_secs(5);
+
 /// The process's metrics recorder, installed on first use (one per process: in the
 /// single-process mode every service shares it).
 pub fn metrics() -> PrometheusHandle {
@@ -139,6 +142,22 @@ pub fn metrics() -> PrometheusHandle {
             let handle = recorder.handle();
             if metrics::set_global_recorder(recorder).is_err() {
                 tracing::warn!("a metrics recorder was already installed; /metrics may be empty");
+            }
+            // Histogram samples wait in the recorder until they are folded into the buckets:
+            // on a scrape, or by this upkeep. Without it a service nobody scrapes grows by
+            // every sample it records (game-session: ≈ 4 MiB a minute at 4,000 moves/s; the
+            // soak found it).
+            let upkeep = handle.clone();
+            let spawned = std::thread::Builder::new()
+                .name("metrics-upkeep".to_owned())
+                .spawn(move || {
+                    loop {
+                        std::thread::sleep(METRICS_UPKEEP);
+                        upkeep.run_upkeep();
+                    }
+                });
+            if let Err(e) = spawned {
+                tracing::warn!(error = %e, "no metrics upkeep thread: memory grows until scraped");
             }
             handle
         })
