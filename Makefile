@@ -71,9 +71,12 @@ browser-test:
 	$(CARGO) build -p frontier --bin frontier --features test-hooks
 	@# A fresh Debian machine: install what the browser tests drive (skipped loudly below if
 	@# that fails, e.g. without root or a package mirror).
-	@command -v chromium >/dev/null && command -v node >/dev/null && command -v npm >/dev/null || \
-		{ apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium nodejs npm; } >/dev/null 2>&1 || \
-		echo "*** could not install chromium, nodejs and npm with apt-get ***"
+	@# Only what is missing: a machine whose node and npm come from elsewhere gets
+	@# Chromium alone (asking apt for Debian's npm there fails on the conflict).
+	@missing=""; command -v chromium >/dev/null || missing="chromium"; \
+		{ command -v node >/dev/null && command -v npm >/dev/null; } || missing="$$missing nodejs npm"; \
+		[ -z "$$missing" ] || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; } >/dev/null 2>&1 || \
+		echo "*** could not install$$missing with apt-get ***"
 	@if ! command -v node >/dev/null || ! command -v npm >/dev/null; then \
 		echo "*** browser-test SKIPPED: node and npm are not installed (apt-get install -y nodejs npm) ***"; \
 	else \
