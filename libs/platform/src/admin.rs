@@ -242,6 +242,11 @@ pub async fn spawn(
     let Some(addr) = addr else {
         return Ok(None);
     };
+    // The recorder is installed here, before the service serves anything: installed later
+    // (by the admin task's first run), the handles a service registers once for its hot
+    // metrics would stay bound to the no-op recorder — seen as a `/metrics` without them
+    // when the machine was busy enough to run the service's first requests first.
+    metrics();
     let listener = TcpListener::bind(addr).await?;
     tracing::info!(addr = %listener.local_addr()?, "admin endpoints: /metrics /healthz /readyz");
     Ok(Some(tokio::spawn(async move {

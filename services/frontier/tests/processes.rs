@@ -50,10 +50,17 @@ struct Platform {
 
 fn spawn(name: &'static str, args: &[String], env: &[(&str, String)]) -> Proc {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_frontier"));
+    // FRONTIER_TEST_LOGS=DIR keeps each process's log (DIR/<service>-<n>.log), for a run
+    // that failed; by default they are discarded.
+    static STARTED: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let log = std::env::var_os("FRONTIER_TEST_LOGS").and_then(|dir| {
+        let n = STARTED.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        std::fs::File::create(std::path::Path::new(&dir).join(format!("{name}-{n}.log"))).ok()
+    });
     cmd.arg(name)
         .args(args)
         .stdout(Stdio::null())
-        .stderr(Stdio::null());
+        .stderr(log.map_or_else(Stdio::null, Stdio::from));
     for (k, v) in env {
         cmd.env(k, v);
     }
@@ -525,10 +532,12 @@ async fn frontier_dev_runs_everything_from_one_command_with_nothing_installed() 
     for (key, _) in std::env::vars().filter(|(k, _)| k.starts_with("FRONTIER_")) {
         cmd.env_remove(key);
     }
+    let log = std::env::var_os("FRONTIER_TEST_LOGS")
+        .and_then(|dir| std::fs::File::create(std::path::Path::new(&dir).join("dev.log")).ok());
     let child = cmd
         .args(["dev", "--memory", "--listen", "127.0.0.1:0"])
         .stdout(Stdio::piped())
-        .stderr(Stdio::null())
+        .stderr(log.map_or_else(Stdio::null, Stdio::from))
         .spawn()?;
     let mut proc = Proc { child, name: "dev" };
     let stdout = proc.child.stdout.take().context("stdout")?;
