@@ -14,9 +14,11 @@ use serde_json::{Value, json};
 use tokio_tungstenite::tungstenite::Message;
 
 const JWT_SECRET: &str = "process-test-secret-0123456789abcdefghij";
-/// These tests each start a whole platform of processes and kill some of them; run
-/// concurrently on a 2-core machine, connections stalled for 30 s in about one run in three
-/// (a defect under investigation, see the session note), so they run one at a time.
+/// These tests each start a whole platform of processes and kill some of them; on a 2-core
+/// machine they run one at a time. (Their "30 s stalls" under load, seen in 2026-12 CI runs,
+/// were two races in the tests — a first view read after the move it waited for, a move
+/// relayed before the drained socket closed — and the metrics recorder installed after the
+/// gateway's first requests; all three fixed.)
 static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
 const WAIT: Duration = Duration::from_secs(30);
@@ -256,6 +258,8 @@ struct Player {
     id: String,
     /// Per game, the versions of the events received, in order.
     seen: Vec<u64>,
+    /// The type (and version or id) of every frame received, for a failure's message.
+    frames: Vec<String>,
 }
 
 async fn guest(gateway: SocketAddr) -> anyhow::Result<(String, String)> {
@@ -277,6 +281,7 @@ impl Player {
             token: token.to_owned(),
             id: id.to_owned(),
             seen: Vec::new(),
+            frames: Vec::new(),
         };
         p.send(json!({"type": "auth", "token": token})).await?;
         p.until(|v| v["type"] == "authenticated").await?;
@@ -298,6 +303,11 @@ impl Player {
             match msg {
                 Message::Text(t) => {
                     let v: Value = serde_json::from_str(&t)?;
+                    self.frames.push(format!(
+                        "{}:{}",
+                        v["type"].as_str().unwrap_or("?"),
+                        v.get("version").or(v.get("id")).unwrap_or(&Value::Null)
+                    ));
                     if v["type"] == "event"
                         && let Some(version) = v["version"].as_u64()
                     {
@@ -485,10 +495,14 @@ async fn sigterm_closes_a_gateways_sockets_with_1001_and_its_clients_resume_else
             .send(json!({"type": "open", "game_id": game, "after_version": last}))
             .await?;
         let version = 2 + 6; // created, started, then six moves
-        resumed
-            .until(|v| v["type"] == "event" && v["version"] == version)
-            .await
-            .context("resumed up to black's move")?;
+        // White's draining gateway may have relayed Black's move before it closed: then
+        // nothing after `last` is owed.
+        if last < version {
+            resumed
+                .until(|v| v["type"] == "event" && v["version"] == version)
+                .await
+                .with_context(|| format!("resumed after v{last} up to black's move"))?;
+        }
         // The rest of the game is played through the other gateway.
         for (i, uci) in MOVES.iter().enumerate().skip(6) {
             let mover = if i % 2 == 0 {
@@ -570,10 +584,31 @@ async fn frontier_dev_runs_everything_from_one_command_with_nothing_installed() 
     white
         .send(json!({"type": "move", "id": "m", "game_id": game, "uci": "e2e4"}))
         .await?;
-    let e = black
-        .until(|v| v["type"] == "event" && v["event"]["uci"] == "e2e4")
-        .await?;
-    assert_eq!(e["event"]["turn"], "black");
+    // Black sees the move as an event — or, when its first view of the game was read after
+    // the move (a busy machine runs White's move before Black's follow starts), in that view.
+    let has_e4 = |v: &Value| {
+        (v["type"] == "event" && v["event"]["uci"] == "e2e4")
+            || (v["type"] == "game"
+                && v["game"]["moves"]
+                    .as_array()
+                    .is_some_and(|m| m.iter().any(|m| m["uci"] == "e2e4")))
+    };
+    let e = match black.until(has_e4).await {
+        Ok(e) if e["type"] == "game" => e["game"].clone(),
+        Ok(e) => e["event"].clone(),
+        Err(error) => {
+            // Say whether the move was applied at all, and what each side was sent.
+            let answer = white
+                .until(|v| v["type"] == "ack" || v["type"] == "error")
+                .await;
+            anyhow::bail!(
+                "black never saw e2e4 ({error}); white's answer: {answer:?}; white got {:?}; black got {:?}",
+                white.frames,
+                black.frames
+            );
+        }
+    };
+    assert_eq!(e["turn"], "black");
     let status = Command::new("kill")
         .args(["-TERM", &proc.child.id().to_string()])
         .status()?;
