@@ -6,7 +6,8 @@
 //! its script) or on its own ([`RedisDeadlines::schedule`]). Clock instances claim due
 //! deadlines atomically ([`CLAIM_SCRIPT`]): a claim moves the game to a "claimed" set with
 //! a lease, so one instance fires it; if that instance dies, the lease runs out and another
-//! claims it again. A handled claim is released. A claim walks every shard.
+//! claims it again. A handled claim is released. A claim walks every shard (on a single
+//! Redis node in one script call, [`CLAIM_ALL_SCRIPT`]; on a cluster one call per shard).
 //!
 //! [`MemoryDeadlines`] is the same contract in memory, shared by game-session's in-memory
 //! store and the clock when every service runs in one process.
@@ -51,12 +52,55 @@ end
 return out
 "#;
 
+/// [`CLAIM_SCRIPT`] over every shard in one call, for a single Redis node (where every
+/// shard's keys are on one server): KEYS deadlines and claimed of each shard in turn; ARGV
+/// now, lease ms, limit (in all). One call per poll instead of one per shard.
+pub const CLAIM_ALL_SCRIPT: &str = r#"
+local now = tonumber(ARGV[1])
+local lease_end = now + tonumber(ARGV[2])
+local left = tonumber(ARGV[3])
+local out = {}
+for k = 1, #KEYS, 2 do
+  if left <= 0 then break end
+  local stale = redis.call('ZRANGEBYSCORE', KEYS[k + 1], '-inf', now, 'LIMIT', 0, left)
+  for _, member in ipairs(stale) do
+    redis.call('ZADD', KEYS[k + 1], lease_end, member)
+    table.insert(out, member)
+    table.insert(out, '0')
+    left = left - 1
+  end
+  if left > 0 then
+    local due = redis.call('ZRANGEBYSCORE', KEYS[k], '-inf', now, 'WITHSCORES', 'LIMIT', 0, left)
+    for i = 1, #due, 2 do
+      redis.call('ZREM', KEYS[k], due[i])
+      redis.call('ZADD', KEYS[k + 1], lease_end, due[i])
+      table.insert(out, due[i])
+      table.insert(out, due[i + 1])
+      left = left - 1
+    end
+  end
+end
+return out
+"#;
+
+/// A claim script's answer: game/deadline pairs (a game id that does not parse is skipped).
+fn parse_claims(raw: &[String]) -> Vec<(GameId, i64)> {
+    raw.chunks_exact(2)
+        .filter_map(|pair| {
+            let game = pair[0].parse().ok()?;
+            let deadline = pair[1].parse::<f64>().ok()? as i64;
+            Some((game, deadline))
+        })
+        .collect()
+}
+
 /// The deadline sets in Redis.
 #[derive(Clone)]
 pub struct RedisDeadlines {
     conn: RedisConn,
     ns: Namespace,
     claim: Arc<redis::Script>,
+    claim_all: Arc<redis::Script>,
     /// The shard the next claim starts at, so that no shard waits behind the others.
     next: Arc<AtomicU16>,
 }
@@ -68,6 +112,7 @@ impl RedisDeadlines {
             conn,
             ns,
             claim: Arc::new(redis::Script::new(CLAIM_SCRIPT)),
+            claim_all: Arc::new(redis::Script::new(CLAIM_ALL_SCRIPT)),
             next: Arc::default(),
         }
     }
@@ -111,6 +156,23 @@ impl RedisDeadlines {
     ) -> redis::RedisResult<Vec<(GameId, i64)>> {
         let mut conn = self.conn.clone();
         let start = self.next.fetch_add(1, Ordering::Relaxed) % SHARDS;
+        if !self.conn.is_cluster() {
+            // One server holds every shard: one call walks them all.
+            let mut invocation = self.claim_all.prepare_invoke();
+            for i in 0..SHARDS {
+                let shard = Shard::wrapping(start + i);
+                invocation
+                    .key(self.ns.deadlines_key(shard))
+                    .key(self.ns.deadlines_claimed_key(shard));
+            }
+            let raw: Vec<String> = invocation
+                .arg(now_ms)
+                .arg(lease.as_millis() as u64)
+                .arg(limit)
+                .invoke_async(&mut conn)
+                .await?;
+            return Ok(parse_claims(&raw));
+        }
         let mut out = Vec::new();
         let (mut reached, mut failure) = (0, None);
         for i in 0..SHARDS {
@@ -137,11 +199,7 @@ impl RedisDeadlines {
                 }
             };
             reached += 1;
-            out.extend(raw.chunks_exact(2).filter_map(|pair| {
-                let game = pair[0].parse().ok()?;
-                let deadline = pair[1].parse::<f64>().ok()? as i64;
-                Some((game, deadline))
-            }));
+            out.extend(parse_claims(&raw));
         }
         match failure {
             Some(e) if reached == 0 => Err(e),
