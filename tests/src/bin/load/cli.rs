@@ -64,7 +64,8 @@ pub(crate) struct Args {
     pub(crate) variant: VariantChoice,
 
     /// The longest game in plies; a game still running then is resigned and a new one
-    /// begins.
+    /// begins. Each pair's first game ends at a random length up to this, so that the
+    /// games of a run do not all end and start again together.
     #[arg(long, default_value_t = 80)]
     pub(crate) max_plies: u32,
 

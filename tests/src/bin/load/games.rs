@@ -224,13 +224,21 @@ pub(crate) async fn pair(run: Arc<Run>, i: usize, interval: Option<Duration>, ph
         while !run.stopping() {
             n += 1;
             let variant = run.args.variant.pick(n + i as u64);
+            // A pair's first game ends at a random length up to `--max-plies`, so that the
+            // games of a run do not all end and start again at the same moment.
+            let max_plies = run.args.max_plies.max(1);
+            let limit = if n == 1 {
+                rng.below(max_plies as usize) as u32 + 1
+            } else {
+                max_plies
+            };
             let played = play(
                 &run,
                 &mut white,
                 &mut black,
                 &mut spectators,
                 variant,
-                n,
+                (n, limit),
                 &mut rng,
                 &mut due,
                 interval,
@@ -251,7 +259,7 @@ async fn play(
     black: &mut Ws,
     spectators: &mut Spectators,
     variant: &str,
-    n: u64,
+    (n, max_plies): (u64, u32),
     rng: &mut Rng,
     due: &mut Option<Instant>,
     interval: Option<Duration>,
@@ -269,7 +277,7 @@ async fn play(
         } else {
             &mut *black
         };
-        if ply >= run.args.max_plies || run.stopping() {
+        if ply >= max_plies || run.stopping() {
             let resign = json!({"type": "resign", "id": format!("r{n}"), "game_id": view.game_id});
             act(mover, &resign, &view.game_id).await?;
             return Ok(());
