@@ -171,18 +171,6 @@ impl Hub {
         &self,
         subject: &str,
     ) -> Result<(Arc<Topic>, broadcast::Receiver<Frame>), String> {
-        self.follow_with(subject, self.capacity).await
-    }
-
-    /// [`follow`](Self::follow), with a channel of `capacity` frames if this gateway does not
-    /// follow `subject` yet. A broadcast channel allocates all its slots up front (about
-    /// 100 bytes each), so a subject that carries few frames — a player's notices, followed
-    /// for every authenticated connection — takes a small one.
-    pub async fn follow_with(
-        &self,
-        subject: &str,
-        capacity: usize,
-    ) -> Result<(Arc<Topic>, broadcast::Receiver<Frame>), String> {
         if let Some(found) = self.existing(subject) {
             return Ok(found);
         }
@@ -192,7 +180,7 @@ impl Hub {
             let rx = topic.receiver();
             return Ok((topic, rx));
         }
-        let (tx, rx) = broadcast::channel(capacity.max(1));
+        let (tx, rx) = broadcast::channel(self.capacity.max(1));
         let sender = tx.clone();
         let task = tokio::spawn(async move {
             while let Some(frame) = frames.next().await {

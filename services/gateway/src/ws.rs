@@ -44,11 +44,6 @@ pub mod close {
 /// Most games one connection may follow at once.
 pub const MAX_FOLLOWS: usize = 32;
 
-/// Frames a player's subject keeps for a connection that has not read them yet (rematch
-/// notices: a few per game at most). A connection that falls further behind misses a
-/// notice, which a client recovers by asking (`status`, the game's view).
-pub const PLAYER_FRAMES: usize = 16;
-
 /// Frames a game's subject keeps for a follower that has not read them yet; one that falls
 /// further behind resumes from the game's log. A broadcast channel allocates its slots up
 /// front, so this is memory per followed subject per gateway (about 100 bytes a frame).
