@@ -466,6 +466,9 @@ test('clocks tick from the server readings and warn on low time', { skip: SKIP |
   assert.match(await white.page.textContent('.draw-offer'), /Black offers a draw/);
   await white.page.click('[data-act="decline_draw"]');
   await black.page.waitForSelector('[data-act="offer_draw"]', { timeout: WAIT });
+  // White's own page drops the offer when its client hears the refusal, which may come
+  // after Black's (a loaded machine): wait for it rather than look once.
+  await white.page.waitForSelector('.draw-offer', { state: 'detached', timeout: WAIT });
   assert.equal(await white.page.locator('.draw-offer').count(), 0);
   white.page.once('dialog', (d) => d.accept());
   await white.page.click('[data-act="resign"]');
