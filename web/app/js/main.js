@@ -9,6 +9,10 @@ import { BoardView } from './board.js';
 import { pieceIcon } from './pieces.js';
 import { verifyShuffle } from './sha256.js';
 
+// The quick-match form's choices: the lobby is drawn again whenever something changes (a
+// reconnect's `status`, a board, a game), and a choice made before that must stay.
+const seekChoice = { variant: 'standard', pool: '5+0', rated: false };
+
 const $ = (sel, root = document) => root.querySelector(sel);
 const esc = (s) => String(s ?? '').replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]);
 const store = {
@@ -418,9 +422,9 @@ function lobbyScreen() {
     <section class="card">
       <h2>${t('quickMatch')}</h2>
       <form id="seek">
-        <label>${t('variant')} <select name="variant">${options(VARIANTS, 'standard', (v) => t('variant_' + v))}</select></label>
-        <label>${t('pool')} <select name="pool">${options(POOLS, '5+0', (p) => p)}</select></label>
-        <label class="check"><input name="rated" type="checkbox" ${app.player?.guest ? 'disabled' : ''}> ${t('rated')}</label>
+        <label>${t('variant')} <select name="variant">${options(VARIANTS, seekChoice.variant, (v) => t('variant_' + v))}</select></label>
+        <label>${t('pool')} <select name="pool">${options(POOLS, seekChoice.pool, (p) => p)}</select></label>
+        <label class="check"><input name="rated" type="checkbox" ${app.player?.guest ? 'disabled' : seekChoice.rated ? 'checked' : ''}> ${t('rated')}</label>
         <button type="submit" class="primary">${t('findOpponent')}</button>
         ${seek ? `<p class="seeking" role="status">${t('searching')} <span id="seek-wait"></span>${seek.estimatedWaitMs != null ? ` (${t('estimatedWait', { s: Math.max(1, Math.round(seek.estimatedWaitMs / 1000)) })})` : ''} — ${t('botOffered')} <button type="button" id="cancel-seek">${t('cancel')}</button></p>` : ''}
         <p class="error" id="seek-error" role="alert"></p>
@@ -503,6 +507,12 @@ function bindLobby() {
     const answer = await app.conn.send(message);
     if (answer.type === 'game_created') location.hash = `#/game/${answer.game_id}`;
     else $('#computer-error').textContent = errorText(answer);
+  };
+  $('#seek').onchange = (e) => {
+    const f = e.currentTarget;
+    seekChoice.variant = f.variant.value;
+    seekChoice.pool = f.pool.value;
+    seekChoice.rated = f.rated.checked;
   };
   $('#seek').onsubmit = async (e) => {
     e.preventDefault();
