@@ -138,16 +138,47 @@ impl EventSource for LocalSource {
 /// The fan-out of subjects to local clients.
 pub struct Hub {
     source: Box<dyn EventSource>,
-    topics: Mutex<Topics>,
+    topics: Mutex<WeakMap<Topic>>,
     capacity: usize,
 }
 
-/// The followed subjects. Entries of released topics are swept when the map has doubled
-/// since the last sweep, so that inserting stays O(1) amortised with many followers.
-#[derive(Default)]
-struct Topics {
-    map: HashMap<String, Weak<Topic>>,
+/// Shared values by key, held weakly: a value lives while some caller holds it. Entries of
+/// released values are swept when the map has doubled since the last sweep, so that
+/// inserting stays O(1) amortised with many keys. Used for the hub's topics and for the
+/// players' notice channels (`notices.rs`).
+pub(crate) struct WeakMap<T> {
+    map: HashMap<String, Weak<T>>,
     sweep_at: usize,
+}
+
+impl<T> Default for WeakMap<T> {
+    fn default() -> Self {
+        WeakMap {
+            map: HashMap::new(),
+            sweep_at: 0,
+        }
+    }
+}
+
+impl<T> WeakMap<T> {
+    /// The live value of `key`, if any.
+    pub(crate) fn get(&self, key: &str) -> Option<Arc<T>> {
+        self.map.get(key).and_then(Weak::upgrade)
+    }
+
+    /// Makes `value` the value of `key`.
+    pub(crate) fn insert(&mut self, key: &str, value: &Arc<T>) {
+        if self.map.len() >= self.sweep_at {
+            self.map.retain(|_, weak| weak.strong_count() > 0);
+            self.sweep_at = (self.map.len() * 2).max(64);
+        }
+        self.map.insert(key.to_owned(), Arc::downgrade(value));
+    }
+
+    /// Keys held now (released ones not yet swept included).
+    pub(crate) fn len(&self) -> usize {
+        self.map.len()
+    }
 }
 
 impl Hub {
@@ -156,7 +187,7 @@ impl Hub {
     pub fn new(source: Box<dyn EventSource>, capacity: usize) -> Hub {
         Hub {
             source,
-            topics: Mutex::new(Topics::default()),
+            topics: Mutex::new(WeakMap::default()),
             capacity,
         }
     }
@@ -176,7 +207,7 @@ impl Hub {
         }
         let mut frames = self.source.subscribe(subject.to_owned()).await?;
         let mut topics = self.topics.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(topic) = topics.map.get(subject).and_then(Weak::upgrade) {
+        if let Some(topic) = topics.get(subject) {
             let rx = topic.receiver();
             return Ok((topic, rx));
         }
@@ -192,19 +223,13 @@ impl Hub {
             tx,
             task: task.abort_handle(),
         });
-        if topics.map.len() >= topics.sweep_at {
-            topics.map.retain(|_, weak| weak.strong_count() > 0);
-            topics.sweep_at = (topics.map.len() * 2).max(64);
-        }
-        topics
-            .map
-            .insert(subject.to_owned(), Arc::downgrade(&topic));
+        topics.insert(subject, &topic);
         Ok((topic, rx))
     }
 
     fn existing(&self, subject: &str) -> Option<(Arc<Topic>, broadcast::Receiver<Frame>)> {
         let topics = self.topics.lock().unwrap_or_else(|e| e.into_inner());
-        let topic = topics.map.get(subject).and_then(Weak::upgrade)?;
+        let topic = topics.get(subject)?;
         let rx = topic.receiver();
         Some((topic, rx))
     }
@@ -308,9 +333,9 @@ mod tests {
         }
         let topics = hub.topics.lock().expect("lock");
         assert!(
-            topics.map.len() <= 64,
+            topics.len() <= 64,
             "dead entries are swept: {} left",
-            topics.map.len()
+            topics.len()
         );
     }
 }

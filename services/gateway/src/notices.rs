@@ -13,8 +13,7 @@
 //! a gateway that was reconnecting to NATS) is recovered by the client asking (`status`,
 //! the game's view).
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
 use futures_util::StreamExt as _;
@@ -23,6 +22,8 @@ use tokio::sync::broadcast;
 use frontier_platform::Namespace;
 use frontier_platform::local_bus::LocalBus;
 use frontier_platform::names::NOTICE_HEADER;
+
+use crate::hub::WeakMap;
 
 /// Notices a connected player's channel keeps for a connection that has not read them yet.
 pub const NOTICE_FRAMES: usize = 8;
@@ -54,15 +55,8 @@ pub struct PlayerNotices {
 struct Inner {
     /// `<ns>.player.`: what a player subject starts with.
     prefix: String,
-    players: Mutex<Players>,
-}
-
-/// Connected players' channels. Released channels' entries are swept when the map has
-/// doubled since the last sweep (O(1) amortised per connection).
-#[derive(Default)]
-struct Players {
-    map: HashMap<String, Weak<Channel>>,
-    sweep_at: usize,
+    /// Connected players' channels.
+    players: Mutex<WeakMap<Channel>>,
 }
 
 /// A connected player's channel; the last connection of the player dropping its handle
@@ -85,7 +79,7 @@ impl PlayerNotices {
         PlayerNotices {
             inner: Arc::new(Inner {
                 prefix: ns.player_subject(""),
-                players: Mutex::new(Players::default()),
+                players: Mutex::new(WeakMap::default()),
             }),
         }
     }
@@ -143,7 +137,7 @@ impl PlayerNotices {
     /// Follows `player`'s notices from now on (no I/O: the subscription is the gateway's).
     pub fn follow(&self, player: &str) -> Following {
         let mut players = self.inner.lock();
-        if let Some(channel) = players.map.get(player).and_then(Weak::upgrade) {
+        if let Some(channel) = players.get(player) {
             let rx = channel.tx.subscribe();
             return Following {
                 _channel: channel,
@@ -152,13 +146,7 @@ impl PlayerNotices {
         }
         let (tx, rx) = broadcast::channel(NOTICE_FRAMES);
         let channel = Arc::new(Channel { tx });
-        if players.map.len() >= players.sweep_at {
-            players.map.retain(|_, weak| weak.strong_count() > 0);
-            players.sweep_at = (players.map.len() * 2).max(64);
-        }
-        players
-            .map
-            .insert(player.to_owned(), Arc::downgrade(&channel));
+        players.insert(player, &channel);
         Following {
             _channel: channel,
             rx,
@@ -167,12 +155,12 @@ impl PlayerNotices {
 
     /// Players with a channel now (released ones not yet swept included).
     pub fn tracked(&self) -> usize {
-        self.inner.lock().map.len()
+        self.inner.lock().len()
     }
 }
 
 impl Inner {
-    fn lock(&self) -> std::sync::MutexGuard<'_, Players> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, WeakMap<Channel>> {
         self.players.lock().unwrap_or_else(|e| e.into_inner())
     }
 
@@ -181,7 +169,7 @@ impl Inner {
         let Some(player) = subject.strip_prefix(&self.prefix) else {
             return;
         };
-        let channel = self.lock().map.get(player).and_then(Weak::upgrade);
+        let channel = self.lock().get(player);
         if let Some(channel) = channel {
             // No receiver left: the player's last connection is closing.
             let _ = channel.tx.send(notice);

@@ -30,26 +30,24 @@ impl From<tonic::Status> for Refusal {
         // server sent has no source. The former is a "try again", like `Unavailable`.
         let cut_off =
             status.code() == tonic::Code::Unknown && std::error::Error::source(&status).is_some();
-        match status.code() {
-            tonic::Code::Unavailable | tonic::Code::DeadlineExceeded | tonic::Code::Cancelled => {
-                Refusal {
-                    code: ErrorCode::Unavailable,
-                    message: "the game service is unavailable; try again".to_owned(),
-                }
+        if cut_off {
+            tracing::warn!(status = %status, "a game-session call was cut off");
+        }
+        let retry = cut_off
+            || matches!(
+                status.code(),
+                tonic::Code::Unavailable | tonic::Code::DeadlineExceeded | tonic::Code::Cancelled
+            );
+        if retry {
+            Refusal {
+                code: ErrorCode::Unavailable,
+                message: "the game service is unavailable; try again".to_owned(),
             }
-            _ if cut_off => {
-                tracing::warn!(status = %status, "a game-session call was cut off");
-                Refusal {
-                    code: ErrorCode::Unavailable,
-                    message: "the game service is unavailable; try again".to_owned(),
-                }
-            }
-            _ => {
-                tracing::error!(status = %status, "game-session failed");
-                Refusal {
-                    code: ErrorCode::Internal,
-                    message: "something failed on the server".to_owned(),
-                }
+        } else {
+            tracing::error!(status = %status, "game-session failed");
+            Refusal {
+                code: ErrorCode::Internal,
+                message: "something failed on the server".to_owned(),
             }
         }
     }
