@@ -142,9 +142,14 @@ pub struct Rig {
     pub instances: Vec<Instance>,
 }
 
-/// A free loopback port (bound, read, released: the child binds it right after).
+/// A free loopback port (bound, read, released: the child binds it right after), from
+/// outside the ephemeral range so that nothing takes it while its instance is killed
+/// (`frontier_testkit::free_port`).
 fn free_addr() -> anyhow::Result<SocketAddr> {
-    Ok(std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?)
+    Ok(SocketAddr::from((
+        [127, 0, 0, 1],
+        frontier_testkit::free_port()?,
+    )))
 }
 
 impl Rig {

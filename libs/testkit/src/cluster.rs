@@ -9,7 +9,7 @@
 //! `appendfsync always`). `cluster-require-full-coverage no` keeps the other masters
 //! serving their slots meanwhile.
 
-use std::net::TcpListener;
+use crate::free_port;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -22,20 +22,29 @@ const READY_STREAM: &str = "FRONTIER_CLUSTER_READY";
 /// How long a cluster may take to form or to take a node back.
 const FORM_TIMEOUT: Duration = Duration::from_secs(60);
 
-/// A free loopback port `p` whose `p + 10000` (Redis Cluster's bus port) is free too.
-fn free_port_pair() -> anyhow::Result<u16> {
-    for _ in 0..200 {
-        let listener = TcpListener::bind("127.0.0.1:0")?;
-        let port = listener.local_addr()?.port();
-        if port < 55_000 && TcpListener::bind(("127.0.0.1", port + 10_000)).is_ok() {
-            return Ok(port);
+/// Runs `command` to its end, at most `limit` (then it is killed): its output, or an
+/// error saying it did not finish. A test never waits on a tool that stopped answering.
+fn run_bounded(command: &mut Command, limit: Duration) -> anyhow::Result<std::process::Output> {
+    let mut child = command
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()?;
+    let start = Instant::now();
+    loop {
+        if child.try_wait()?.is_some() {
+            return Ok(child.wait_with_output()?);
         }
+        if start.elapsed() > limit {
+            let _ = child.kill();
+            let out = child.wait_with_output()?;
+            bail!(
+                "{command:?}: not finished after {limit:?}; it printed: {}",
+                String::from_utf8_lossy(&out.stdout)
+            );
+        }
+        std::thread::sleep(Duration::from_millis(20));
     }
-    bail!("no free pair of loopback ports")
-}
-
-fn free_port() -> anyhow::Result<u16> {
-    Ok(TcpListener::bind("127.0.0.1:0")?.local_addr()?.port())
 }
 
 fn temp_dir(kind: &str) -> anyhow::Result<PathBuf> {
@@ -70,6 +79,9 @@ pub struct RedisCluster {
     fsync: String,
     dir: PathBuf,
     ports: Vec<u16>,
+    /// Each node's cluster bus port (set, not the default `port + 10000`, which could lie
+    /// in the ephemeral range).
+    bus_ports: Vec<u16>,
     nodes: Vec<Option<Child>>,
 }
 
@@ -89,10 +101,12 @@ impl RedisCluster {
             fsync: policy.to_owned(),
             dir,
             ports: Vec::new(),
+            bus_ports: Vec::new(),
             nodes: Vec::new(),
         };
         for _ in 0..3 {
-            cluster.ports.push(free_port_pair()?);
+            cluster.ports.push(free_port()?);
+            cluster.bus_ports.push(free_port()?);
             cluster.nodes.push(None);
         }
         for i in 0..3 {
@@ -106,13 +120,16 @@ impl RedisCluster {
             .iter()
             .map(|p| format!("127.0.0.1:{p}"))
             .collect();
-        let out = Command::new("redis-cli")
-            .arg("--cluster")
-            .arg("create")
-            .args(&addresses)
-            .args(["--cluster-replicas", "0", "--cluster-yes"])
-            .output()
-            .context("redis-cli --cluster create")?;
+        // `--cluster create` waits for the nodes to agree, without a limit of its own.
+        let out = run_bounded(
+            Command::new("redis-cli")
+                .arg("--cluster")
+                .arg("create")
+                .args(&addresses)
+                .args(["--cluster-replicas", "0", "--cluster-yes"]),
+            FORM_TIMEOUT,
+        )
+        .context("redis-cli --cluster create")?;
         if !out.status.success() {
             bail!(
                 "redis-cli --cluster create failed: {}",
@@ -128,6 +145,7 @@ impl RedisCluster {
         std::fs::create_dir_all(&node_dir)?;
         let child = Command::new("redis-server")
             .args(["--port", &self.ports[i].to_string()])
+            .args(["--cluster-port", &self.bus_ports[i].to_string()])
             .args(["--bind", "127.0.0.1"])
             .args(["--cluster-enabled", "yes"])
             .args(["--cluster-config-file", "nodes.conf"])
@@ -233,13 +251,15 @@ impl Drop for RedisCluster {
 }
 
 /// Runs `redis-cli -p <port> <args>`; its output, or an error if it failed or answered one.
+/// Bounded: a node that accepts but does not answer makes it an error within 10 s.
 fn cli(port: u16, args: &[&str]) -> anyhow::Result<String> {
-    let out = Command::new("redis-cli")
-        .args(["-h", "127.0.0.1", "-p", &port.to_string()])
-        .args(args)
-        .stderr(Stdio::null())
-        .output()
-        .context("redis-cli")?;
+    let out = run_bounded(
+        Command::new("redis-cli")
+            .args(["-h", "127.0.0.1", "-p", &port.to_string()])
+            .args(args),
+        Duration::from_secs(10),
+    )
+    .context("redis-cli")?;
     let text = String::from_utf8_lossy(&out.stdout).into_owned();
     if !out.status.success() || text.starts_with("ERR") || text.contains("Could not connect") {
         bail!("redis-cli {args:?} on {port}: {text}");

@@ -36,6 +36,43 @@ pub fn run_id() -> String {
     std::env::var("FRONTIER_TEST_RUN").unwrap_or_else(|_| format!("p{}", std::process::id()))
 }
 
+/// A loopback port nobody listens on, from below the kernel's ephemeral range.
+///
+/// A node's port must stay free while the node is down so that it can come back on it.
+/// Ports from the ephemeral range (`ip_local_port_range`, 32768–60999 by default) do not:
+/// any outgoing connection may be given one, among them the clients' own reconnection
+/// attempts to that very port, which the kernel then completes as a TCP self-connect. No
+/// outgoing connection is ever given a port below the range. Each port is handed out once
+/// per process (tests start their servers concurrently) and checked free.
+pub fn free_port() -> anyhow::Result<u16> {
+    use std::sync::Mutex;
+    static TAKEN: Mutex<Vec<u16>> = Mutex::new(Vec::new());
+    let ephemeral_low = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
+        .ok()
+        .and_then(|range| range.split_whitespace().next()?.parse::<u16>().ok())
+        .unwrap_or(32_768);
+    const LOW: u16 = 10_000;
+    if ephemeral_low <= LOW + 1_000 {
+        // An unusual range: take what the kernel gives.
+        return Ok(std::net::TcpListener::bind("127.0.0.1:0")?
+            .local_addr()?
+            .port());
+    }
+    let mut taken = TAKEN
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    for _ in 0..1_000 {
+        let span = u128::from(ephemeral_low - LOW);
+        let offset = u16::try_from(uuid::Uuid::new_v4().as_u128() % span).unwrap_or(0);
+        let port = LOW + offset;
+        if !taken.contains(&port) && std::net::TcpListener::bind(("127.0.0.1", port)).is_ok() {
+            taken.push(port);
+            return Ok(port);
+        }
+    }
+    anyhow::bail!("no free loopback port below {ephemeral_low}")
+}
+
 static COUNTER: AtomicU32 = AtomicU32::new(0);
 
 /// A namespace no other test (of this run or any other) uses.

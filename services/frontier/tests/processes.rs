@@ -23,12 +23,10 @@ static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(())
 
 const WAIT: Duration = Duration::from_secs(30);
 
-/// A free loopback port (bound, read, released: the child binds it right after).
+/// A free loopback port (bound, read, released: the child binds it right after), outside
+/// the ephemeral range (see `frontier_testkit::free_port`).
 fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("a free port")
+    frontier_testkit::free_port().expect("a free port")
 }
 
 struct Proc {

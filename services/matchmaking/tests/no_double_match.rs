@@ -21,9 +21,11 @@ use frontier_protocol::ErrorCode;
 
 const PLAYERS: usize = 1_000;
 
+/// A loopback address whose port no outgoing connection can take while its process is
+/// killed (see `frontier_testkit::free_port`): the third instance comes back on it.
 fn free_port() -> SocketAddr {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("a port");
-    listener.local_addr().expect("an address")
+    let port = frontier_testkit::free_port().expect("a free port");
+    SocketAddr::from(([127, 0, 0, 1], port))
 }
 
 /// One matchmaking process.
