@@ -21,6 +21,24 @@ const LAYOUT: &str = "PQBRBRNNPPPPPPP/rnbqbrpnppppppp";
 /// One clock "minute" in these tests.
 const MINUTE: &str = "400ms";
 
+/// How long one of these tests may take. Every step is printed (shown when a test fails),
+/// so a step that never ends fails its test naming where it stopped, and the clusters and
+/// the platform go with the test's values.
+const LIMIT: Duration = Duration::from_secs(300);
+
+async fn bounded(steps: impl Future<Output = anyhow::Result<()>>) -> anyhow::Result<()> {
+    tokio::time::timeout(LIMIT, steps).await.map_err(|_| {
+        anyhow::anyhow!("not finished within {LIMIT:?}: it stopped after the last step printed")
+    })?
+}
+
+/// Prints a step with the time since the first one.
+fn step(what: &str) {
+    static START: std::sync::OnceLock<std::time::Instant> = std::sync::OnceLock::new();
+    let start = START.get_or_init(std::time::Instant::now);
+    eprintln!("[{:>8.3}s] {what}", start.elapsed().as_secs_f64());
+}
+
 struct Clusters {
     redis: RedisCluster,
     nats: NatsCluster,
@@ -28,9 +46,12 @@ struct Clusters {
 
 impl Clusters {
     async fn start() -> anyhow::Result<Clusters> {
+        step("starting a Redis Cluster");
         let redis = RedisCluster::start()?;
+        step("starting a NATS cluster");
         let nats = NatsCluster::start()?;
         nats.wait_ready().await?;
+        step("clusters ready");
         Ok(Clusters { redis, nats })
     }
 
@@ -55,6 +76,7 @@ impl Clusters {
         )
         .await?;
         p.start_clock().await?;
+        step("platform started");
         Ok(p)
     }
 }
@@ -73,9 +95,15 @@ async fn register(p: &Platform, name: &str) -> anyhow::Result<(String, String)> 
     ))
 }
 
+/// How long a finished game may take to be rated here. Longer than [`common::WAIT`]: when
+/// the stream's leader is killed, nats-server elects another after 4 to 9 s of silence (its
+/// Raft election timeout), more on a loaded machine where elections can split, and
+/// game-session's publish meanwhile times out (5 s) and is made again from its outbox.
+const RATED_WITHIN: Duration = Duration::from_secs(90);
+
 /// The player's dashboard entry once its `variant` rating moved (recorded asynchronously).
 async fn rated_player(p: &Platform, id: &str, variant: &str) -> anyhow::Result<Value> {
-    let deadline = tokio::time::Instant::now() + common::WAIT;
+    let deadline = tokio::time::Instant::now() + RATED_WITHIN;
     loop {
         let (status, body) = get(p.gateways[1], &format!("/api/players/{id}")).await?;
         let player: Value = serde_json::from_str(&body).unwrap_or_default();
@@ -93,6 +121,7 @@ async fn rated_player(p: &Platform, id: &str, variant: &str) -> anyhow::Result<V
 /// Fool's mate in a hidden game: every move reveals its piece to both players and the
 /// spectator, the end shows the layout, and no frame leaks an identity.
 async fn hidden_fools_mate(p: &Platform) -> anyhow::Result<()> {
+    step("a hidden game");
     let mut white = Client::guest(p.gateways[0], "white").await?;
     let mut black = Client::guest(p.gateways[1], "black").await?;
     let game = start_game(&mut white, &mut black, "hidden", "white").await?;
@@ -134,6 +163,7 @@ async fn hidden_fools_mate(p: &Platform) -> anyhow::Result<()> {
 /// A timed game whose clock runs out with nobody sending anything: the clock service
 /// (walking every deadline shard) ends it.
 async fn a_flag_falls(p: &Platform) -> anyhow::Result<()> {
+    step("a flag");
     let mut white = Client::guest(p.gateways[0], "white").await?;
     let mut black = Client::guest(p.gateways[1], "black").await?;
     white
@@ -166,6 +196,7 @@ async fn a_flag_falls(p: &Platform) -> anyhow::Result<()> {
 /// A rated standard game between two registered players, to Black's win: returns Black's
 /// id once the rating service recorded and rated it.
 async fn a_rated_game_is_recorded(p: &Platform, names: [&str; 2]) -> anyhow::Result<Value> {
+    step(&format!("a rated game: {names:?}"));
     let alice = register(p, names[0]).await?;
     let bob = register(p, names[1]).await?;
     let mut white = Client::with_token(p.gateways[0], names[0], &alice.0, &alice.1).await?;
@@ -185,6 +216,7 @@ async fn a_rated_game_is_recorded(p: &Platform, names: [&str; 2]) -> anyhow::Res
         let mover = if i % 2 == 0 { &mut white } else { &mut black };
         mover.play(&game, uci).await?;
     }
+    step("waiting for its rating");
     let player = rated_player(p, &bob.1, "standard").await?;
     let won = frontier_glicko2::rate_game(
         frontier_glicko2::INITIAL,
@@ -202,11 +234,17 @@ async fn a_rated_game_is_recorded(p: &Platform, names: [&str; 2]) -> anyhow::Res
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_live_path_runs_on_a_redis_cluster_and_a_nats_cluster_with_r3_streams()
 -> anyhow::Result<()> {
+    bounded(the_live_path_runs_on_a_redis_cluster_and_a_nats_cluster_with_r3_streams_steps()).await
+}
+
+async fn the_live_path_runs_on_a_redis_cluster_and_a_nats_cluster_with_r3_streams_steps()
+-> anyhow::Result<()> {
     let clusters = Clusters::start().await?;
     let p = clusters.platform().await?;
     hidden_fools_mate(&p).await?;
     a_flag_falls(&p).await?;
     a_rated_game_is_recorded(&p, ["alice", "bob"]).await?;
+    step("checking the streams' replicas");
     // The streams the services created are replicated on the three servers.
     let nats = frontier_platform::streams::connect(&clusters.nats.urls())
         .await
@@ -227,6 +265,11 @@ async fn the_live_path_runs_on_a_redis_cluster_and_a_nats_cluster_with_r3_stream
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn killing_the_nats_server_leading_the_finished_games_stream_loses_nothing()
 -> anyhow::Result<()> {
+    bounded(killing_the_nats_server_leading_the_finished_games_stream_loses_nothing_steps()).await
+}
+
+async fn killing_the_nats_server_leading_the_finished_games_stream_loses_nothing_steps()
+-> anyhow::Result<()> {
     let mut clusters = Clusters::start().await?;
     let p = clusters.platform().await?;
     // A first rated game while all three servers run.
@@ -237,23 +280,35 @@ async fn killing_the_nats_server_leading_the_finished_games_stream_loses_nothing
     let js = async_nats::jetstream::new(nats);
     let ns = Namespace::new(&p.namespace).map_err(anyhow::Error::msg)?;
     let mut stream = js.get_stream(ns.finished_games_stream()).await?;
-    let leader = stream
-        .info()
-        .await?
-        .cluster
-        .clone()
-        .and_then(|c| c.leader)
-        .unwrap_or_default();
+    // A loaded machine may be between two elections of the stream's leader: wait for one.
+    let deadline = tokio::time::Instant::now() + common::WAIT;
+    let leader = loop {
+        let cluster = stream.info().await?.cluster.clone();
+        if let Some(leader) = cluster.as_ref().and_then(|c| c.leader.clone()) {
+            break leader;
+        }
+        anyhow::ensure!(
+            tokio::time::Instant::now() < deadline,
+            "the stream has no leader: {cluster:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
     let victim = (0..3)
         .find(|&i| NatsCluster::name(i) == leader)
         .ok_or_else(|| anyhow::anyhow!("no leader among the servers: `{leader}`"))?;
+    step(&format!(
+        "killing NATS server {leader}, the stream's leader"
+    ));
     clusters.nats.kill(victim)?;
     // The platform plays on over the two servers left: a hidden game to the end, and a
     // second rated game recorded through the R3 stream that lost its leader.
     hidden_fools_mate(&p).await?;
     a_rated_game_is_recorded(&p, ["cat", "dan"]).await?;
+    step("restarting it");
     clusters.nats.restart(victim).await?;
+    step("restarted");
     a_rated_game_is_recorded(&p, ["eve", "fay"]).await?;
+    step("counting the stream's messages");
     // Every finished game is in the stream exactly once: three rated, one hidden.
     let info = stream.info().await?.clone();
     assert_eq!(info.state.messages, 4, "{info:?}");
@@ -263,6 +318,12 @@ async fn killing_the_nats_server_leading_the_finished_games_stream_loses_nothing
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn killing_a_redis_master_stops_only_its_games_and_loses_nothing_acknowledged()
+-> anyhow::Result<()> {
+    bounded(killing_a_redis_master_stops_only_its_games_and_loses_nothing_acknowledged_steps())
+        .await
+}
+
+async fn killing_a_redis_master_stops_only_its_games_and_loses_nothing_acknowledged_steps()
 -> anyhow::Result<()> {
     let mut clusters = Clusters::start().await?;
     let p = clusters.platform().await?;
@@ -294,6 +355,7 @@ async fn killing_a_redis_master_stops_only_its_games_and_loses_nothing_acknowled
         }
     };
     let victim = games[doomed].1;
+    step(&format!("killing Redis master {victim}"));
     clusters.redis.kill(victim)?;
 
     // The spared game plays on.
@@ -311,7 +373,9 @@ async fn killing_a_redis_master_stops_only_its_games_and_loses_nothing_acknowled
         assert_eq!(error["code"], "unavailable", "{error}");
     }
 
+    step("restarting it");
     clusters.redis.restart(victim)?;
+    step("restarted");
     // Back: the doomed game continues from its last acknowledged move (version 3), so the
     // next one is version 4, and a fresh view shows every move.
     let (game, _, white, black) = &mut games[doomed];

@@ -454,11 +454,15 @@ async fn sqlx_pool(url: &str) -> anyhow::Result<sqlx::PgPool> {
 /// A minimal HTTP/1.1 GET: status and body text.
 pub async fn get(addr: SocketAddr, path: &str) -> anyhow::Result<(u16, String)> {
     use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
-    let mut stream = tokio::net::TcpStream::connect(addr).await?;
+    let mut stream = tokio::time::timeout(WAIT, tokio::net::TcpStream::connect(addr))
+        .await
+        .with_context(|| format!("{addr}: not connected within {WAIT:?}"))??;
     let request = format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n");
     stream.write_all(request.as_bytes()).await?;
     let mut response = Vec::new();
-    stream.read_to_end(&mut response).await?;
+    tokio::time::timeout(WAIT, stream.read_to_end(&mut response))
+        .await
+        .with_context(|| format!("{path} on {addr}: no whole answer within {WAIT:?}"))??;
     let text = String::from_utf8_lossy(&response).into_owned();
     let status: u16 = text
         .split_whitespace()
@@ -491,14 +495,18 @@ pub async fn get(addr: SocketAddr, path: &str) -> anyhow::Result<(u16, String)> 
 /// A minimal HTTP/1.1 POST (the tests need no HTTP client crate for three endpoints).
 pub async fn post(addr: SocketAddr, path: &str, body: &str) -> anyhow::Result<(u16, Value)> {
     use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
-    let mut stream = tokio::net::TcpStream::connect(addr).await?;
+    let mut stream = tokio::time::timeout(WAIT, tokio::net::TcpStream::connect(addr))
+        .await
+        .with_context(|| format!("{addr}: not connected within {WAIT:?}"))??;
     let request = format!(
         "POST {path} HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
         body.len()
     );
     stream.write_all(request.as_bytes()).await?;
     let mut response = Vec::new();
-    stream.read_to_end(&mut response).await?;
+    tokio::time::timeout(WAIT, stream.read_to_end(&mut response))
+        .await
+        .with_context(|| format!("{path} on {addr}: no whole answer within {WAIT:?}"))??;
     let text = String::from_utf8_lossy(&response);
     let status: u16 = text
         .split_whitespace()
@@ -542,7 +550,9 @@ pub async fn post_with(
     body: &str,
 ) -> anyhow::Result<Response> {
     use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
-    let mut stream = tokio::net::TcpStream::connect(addr).await?;
+    let mut stream = tokio::time::timeout(WAIT, tokio::net::TcpStream::connect(addr))
+        .await
+        .with_context(|| format!("{addr}: not connected within {WAIT:?}"))??;
     let extra: String = headers
         .iter()
         .map(|(n, v)| format!("{n}: {v}\r\n"))
@@ -553,7 +563,9 @@ pub async fn post_with(
     );
     stream.write_all(request.as_bytes()).await?;
     let mut response = Vec::new();
-    stream.read_to_end(&mut response).await?;
+    tokio::time::timeout(WAIT, stream.read_to_end(&mut response))
+        .await
+        .with_context(|| format!("{path} on {addr}: no whole answer within {WAIT:?}"))??;
     let text = String::from_utf8_lossy(&response);
     let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
     let mut lines = head.lines();
@@ -604,9 +616,12 @@ pub struct Client {
 impl Client {
     /// Connects to a gateway (not yet authenticated); reads the welcome.
     pub async fn connect(addr: SocketAddr, name: &str) -> anyhow::Result<Client> {
-        let (ws, _) =
-            tokio_tungstenite::connect_async_with_config(format!("ws://{addr}/ws/v1"), None, true)
-                .await?;
+        let (ws, _) = tokio::time::timeout(
+            WAIT,
+            tokio_tungstenite::connect_async_with_config(format!("ws://{addr}/ws/v1"), None, true),
+        )
+        .await
+        .with_context(|| format!("{name}: no WebSocket to {addr} within {WAIT:?}"))??;
         let mut client = Client {
             ws,
             log: Arc::default(),
