@@ -4,6 +4,8 @@
 use std::time::Duration;
 
 use async_nats::jetstream;
+use async_nats::jetstream::ErrorCode;
+use async_nats::jetstream::context::{CreateStreamError, CreateStreamErrorKind};
 
 use crate::Namespace;
 
@@ -35,17 +37,20 @@ pub async fn ensure_finished_games(
     ns: &Namespace,
     replicas: u8,
 ) -> Result<jetstream::stream::Stream, String> {
-    js.get_or_create_stream(jetstream::stream::Config {
-        name: ns.finished_games_stream(),
-        subjects: vec![ns.finished_games_subject()],
-        storage: jetstream::stream::StorageType::File,
-        max_age: Duration::from_secs(30 * 24 * 3600),
-        duplicate_window: Duration::from_secs(120),
-        num_replicas: usize::from(replicas.max(1)),
-        ..Default::default()
-    })
+    ensure(
+        js,
+        "finished-games",
+        jetstream::stream::Config {
+            name: ns.finished_games_stream(),
+            subjects: vec![ns.finished_games_subject()],
+            storage: jetstream::stream::StorageType::File,
+            max_age: Duration::from_secs(30 * 24 * 3600),
+            duplicate_window: Duration::from_secs(120),
+            num_replicas: usize::from(replicas.max(1)),
+            ..Default::default()
+        },
+    )
     .await
-    .map_err(|e| format!("finished-games stream: {e}"))
 }
 
 /// Creates the bot-job work queue if missing: file storage, work-queue retention (a job
@@ -57,16 +62,62 @@ pub async fn ensure_bot_jobs(
     ns: &Namespace,
     replicas: u8,
 ) -> Result<jetstream::stream::Stream, String> {
-    js.get_or_create_stream(jetstream::stream::Config {
-        name: ns.bot_jobs_stream(),
-        subjects: vec![ns.bot_jobs_wildcard()],
-        retention: jetstream::stream::RetentionPolicy::WorkQueue,
-        storage: jetstream::stream::StorageType::File,
-        max_age: Duration::from_secs(24 * 3600),
-        duplicate_window: Duration::from_secs(120),
-        num_replicas: usize::from(replicas.max(1)),
-        ..Default::default()
-    })
+    ensure(
+        js,
+        "bot-jobs",
+        jetstream::stream::Config {
+            name: ns.bot_jobs_stream(),
+            subjects: vec![ns.bot_jobs_wildcard()],
+            retention: jetstream::stream::RetentionPolicy::WorkQueue,
+            storage: jetstream::stream::StorageType::File,
+            max_age: Duration::from_secs(24 * 3600),
+            duplicate_window: Duration::from_secs(120),
+            num_replicas: usize::from(replicas.max(1)),
+            ..Default::default()
+        },
+    )
     .await
-    .map_err(|e| format!("bot-jobs stream: {e}"))
+}
+
+/// How long a starting service keeps asking for a stream while a JetStream cluster settles.
+const SETTLE: Duration = Duration::from_secs(30);
+
+/// Gets or creates a stream. On a cluster that has just formed, or that is electing a meta
+/// leader, asks time out or are refused for want of peers for a while: those are asked
+/// again (pausing 100 ms, doubling to 2 s) for at most [`SETTLE`]; any other refusal (a
+/// stream of that name with another configuration, say) is final at once.
+async fn ensure(
+    js: &jetstream::Context,
+    what: &str,
+    config: jetstream::stream::Config,
+) -> Result<jetstream::stream::Stream, String> {
+    let start = tokio::time::Instant::now();
+    let mut pause = Duration::from_millis(100);
+    loop {
+        match js.get_or_create_stream(config.clone()).await {
+            Ok(stream) => return Ok(stream),
+            Err(e) if settling(&e) && start.elapsed() + pause < SETTLE => {
+                tracing::warn!(stream = %config.name, error = %e, "JetStream not ready for the stream yet; asking again");
+                tokio::time::sleep(pause).await;
+                pause = (pause * 2).min(Duration::from_secs(2));
+            }
+            Err(e) => return Err(format!("{what} stream: {e}")),
+        }
+    }
+}
+
+/// Whether a refusal is one a settling cluster gives.
+fn settling(e: &CreateStreamError) -> bool {
+    match e.kind() {
+        CreateStreamErrorKind::TimedOut | CreateStreamErrorKind::JetStreamUnavailable => true,
+        CreateStreamErrorKind::JetStream(e) => [
+            ErrorCode::CLUSTER_NO_PEERS,
+            ErrorCode::CLUSTER_NOT_AVAILABLE,
+            ErrorCode::CLUSTER_INCOMPLETE,
+            ErrorCode::CLUSTER_NOT_ACTIVE,
+            ErrorCode::CLUSTER_NOT_LEADER,
+        ]
+        .contains(&e.error_code()),
+        _ => false,
+    }
 }

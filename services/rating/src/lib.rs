@@ -213,7 +213,17 @@ pub async fn consume<S: RatingStore>(
         )
         .await
         .context("durable consumer")?;
-    let mut messages = consumer.messages().await.context("pull messages")?;
+    // Pull requests of 5 s with a 1 s idle heartbeat: a request lost with its NATS server
+    // (killed, or the consumer's leader moving) is noticed within 2 s and made again. The
+    // client's defaults (30 s, 15 s) left finished games unrecorded for up to 30 s after a
+    // server of a cluster died (seen in tests/tests/cluster.rs). One request per 5 s idle.
+    let mut messages = consumer
+        .stream()
+        .expires(Duration::from_secs(5))
+        .heartbeat(Duration::from_secs(1))
+        .messages()
+        .await
+        .context("pull messages")?;
     // The consumer's lag (pending + awaiting ack), the figure KEDA scales on, as a gauge.
     let mut lag_probe = consumer.clone();
     let mut lag_tick = tokio::time::interval(Duration::from_secs(5));
