@@ -121,3 +121,38 @@ fn settling(e: &CreateStreamError) -> bool {
         _ => false,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A refusal from the JetStream API with error code `code`, as the server sends it.
+    fn refused(code: u64) -> CreateStreamError {
+        let error: jetstream::Error = serde_json::from_str(&format!(
+            r#"{{"code":503,"err_code":{code},"description":"refused"}}"#
+        ))
+        .expect("a JetStream API error");
+        CreateStreamError::from(error)
+    }
+
+    #[test]
+    fn a_settling_cluster_is_asked_again_and_a_wrong_stream_is_not() {
+        // Asks that time out or find no JetStream, no peers, no leader: asked again.
+        assert!(settling(&CreateStreamError::new(
+            CreateStreamErrorKind::TimedOut
+        )));
+        assert!(settling(&CreateStreamError::new(
+            CreateStreamErrorKind::JetStreamUnavailable
+        )));
+        for code in [10005, 10008, 10004, 10006, 10009] {
+            assert!(settling(&refused(code)), "{code}");
+        }
+        // A stream of that name with another configuration (10058), a bad name, too many
+        // resources (10023): final at once.
+        assert!(!settling(&refused(10058)));
+        assert!(!settling(&refused(10023)));
+        assert!(!settling(&CreateStreamError::new(
+            CreateStreamErrorKind::InvalidStreamName
+        )));
+    }
+}
