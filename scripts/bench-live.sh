@@ -46,17 +46,23 @@ export FRONTIER_GUEST_LIMIT=100000/1s FRONTIER_BOARD_LIMIT=100000/1s
 export FRONTIER_WAITING_BOARDS=100000 FRONTIER_WS_PER_ADDRESS=100000 FRONTIER_WS_PER_PLAYER=1000
 PORT=${BENCH_PORT:-18080}
 GW=127.0.0.1:$PORT GS=127.0.0.1:15051 RT=127.0.0.1:15053 MM=127.0.0.1:15054
-pids=() names=()
+pids=() names=() owned=()
 cleanup() {
-  kill "${pids[@]}" 2>/dev/null || true; wait 2>/dev/null || true
+  for i in "${!pids[@]}"; do [ "${owned[$i]}" = yes ] && kill "${pids[$i]}" 2>/dev/null; done
+  wait 2>/dev/null || true
   psql "$admin" -qc "drop database if exists $DB" >/dev/null 2>&1 || true
+  # This run's keys (games that were still playing when it stopped), on a single node.
+  case "$FRONTIER_REDIS_URL" in *,*) ;; *)
+    redis-cli -u "$FRONTIER_REDIS_URL" --scan --pattern "$NS:*" 2>/dev/null |
+      xargs -r -n 500 redis-cli -u "$FRONTIER_REDIS_URL" del >/dev/null 2>&1 || true ;;
+  esac
 }
 trap cleanup EXIT
 # BENCH_LOGS=DIR keeps each service's output in DIR/NAME.log (else it is discarded).
 start() {
   local name=$1; shift
   local log=/dev/null; [ -n "${BENCH_LOGS:-}" ] && log=$BENCH_LOGS/$name.log
-  "$@" >"$log" 2>&1 & pids+=($!); names+=("$name")
+  "$@" >"$log" 2>&1 & pids+=($!); names+=("$name"); owned+=(yes)
 }
 gateway_pid=
 if [ "$MODE" = dev ]; then
@@ -84,9 +90,25 @@ for _ in $(seq 1 400); do (exec 3<>/dev/tcp/127.0.0.1/$PORT) 2>/dev/null && brea
 [ -n "${started:-}" ] && echo "  serving after $(( ($(date +%s%N) - started) / 1000000 )) ms"
 echo "  load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
 ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
-before=(); for p in "${pids[@]}"; do before+=("$(ticks "$p")"); done
+# Context switches (every thread's, voluntary and not) of a process so far.
+switches() { cat /proc/"$1"/task/*/status 2>/dev/null | awk '/ctxt_switches/ {n += $2} END {print n + 0}'; }
+# The Redis and NATS servers the services use (by their ports), so that their CPU per move
+# is counted too; where one cannot be found (another user's process), it is left out.
+server_pid() { # URL
+  local port=${1##*:}; port=${port%%/*}; port=${port%%,*}
+  ss -Hltnp "sport = :$port" 2>/dev/null | sed -n 's/.*pid=\([0-9]*\).*/\1/p' | head -1
+}
+for server in redis:"$FRONTIER_REDIS_URL" nats:"$FRONTIER_NATS_URL"; do
+  pid=$(server_pid "${server#*:}")
+  [ -n "$pid" ] && [ -r "/proc/$pid/stat" ] && { pids+=("$pid"); names+=("${server%%:*}"); owned+=(no); }
+done
+before=(); switches_before=()
+for p in "${pids[@]}"; do
+  before+=("$(ticks "$p")"); switches_before+=("$(switches "$p")")
+done
 # RSS_LOG=FILE: every RSS_EVERY seconds (default 10), one line per service process:
-# "seconds name rss_kib cpu_ticks" (the soak reads it for memory flatness).
+# "seconds name rss_kib cpu_ticks" (the soak reads it for memory flatness); the services
+# started here only, not Redis and NATS.
 if [ -n "${RSS_LOG:-}" ]; then
   : >"$RSS_LOG"
   (
@@ -94,6 +116,7 @@ if [ -n "${RSS_LOG:-}" ]; then
     while :; do
       now=$(( $(date +%s) - t0 ))
       for i in "${!pids[@]}"; do
+        [ "${owned[$i]}" = yes ] || continue
         rss=$(awk '/^VmRSS/ {print $2}' "/proc/${pids[$i]}/status" 2>/dev/null || echo 0)
         echo "$now ${names[$i]} ${rss:-0} $(ticks "${pids[$i]}" 2>/dev/null || echo 0)"
       done >>"$RSS_LOG"
@@ -109,7 +132,8 @@ moves=$(sed -n 's/^\([0-9]*\) moves in.*/\1/p' <<<"$out" | tail -1)
 hz=$(getconf CLK_TCK)
 for i in "${!pids[@]}"; do
   used=$(( $(ticks "${pids[$i]}") - ${before[$i]} ))
-  awk -v n="${names[$i]}" -v t="$used" -v hz="$hz" -v m="$moves" \
-    'BEGIN { printf "  %-13s %6.2f s CPU, %5.1f us per move\n", n, t / hz, (m > 0 ? t / hz * 1e6 / m : 0) }'
+  sw=$(( $(switches "${pids[$i]}") - ${switches_before[$i]} ))
+  awk -v n="${names[$i]}" -v t="$used" -v hz="$hz" -v m="$moves" -v w="$sw" \
+    'BEGIN { m = (m > 0 ? m : 1); printf "  %-13s %6.2f s CPU, %5.1f us per move, %4.2f context switches per move\n", n, t / hz, t / hz * 1e6 / m, w / m }'
 done
 echo "  load average after: $(cut -d' ' -f1-3 /proc/loadavg)"

@@ -199,9 +199,20 @@ pub async fn serve<A: Accounts>(socket: WebSocket, state: Arc<AppState<A>>, clie
     let (mut sink, mut stream) = socket.split();
     let (out, mut out_rx) = mpsc::channel::<Message>(state.settings.outbound_queue);
     let writer = tokio::spawn(async move {
-        while let Some(message) = out_rx.recv().await {
-            let closing = matches!(message, Message::Close(_));
-            if sink.send(message).await.is_err() || closing {
+        // Every frame already queued goes out in one write: an ack and the mover's own
+        // event, or several relayed frames, cost one system call instead of one each.
+        'frames: while let Some(message) = out_rx.recv().await {
+            let mut closing = matches!(message, Message::Close(_));
+            if sink.feed(message).await.is_err() {
+                break;
+            }
+            while !closing && let Ok(more) = out_rx.try_recv() {
+                closing = matches!(more, Message::Close(_));
+                if sink.feed(more).await.is_err() {
+                    break 'frames;
+                }
+            }
+            if sink.flush().await.is_err() || closing {
                 break;
             }
         }

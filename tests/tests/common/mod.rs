@@ -453,17 +453,8 @@ async fn sqlx_pool(url: &str) -> anyhow::Result<sqlx::PgPool> {
 
 /// A minimal HTTP/1.1 GET: status and body text.
 pub async fn get(addr: SocketAddr, path: &str) -> anyhow::Result<(u16, String)> {
-    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
-    let mut stream = tokio::time::timeout(WAIT, tokio::net::TcpStream::connect(addr))
-        .await
-        .with_context(|| format!("{addr}: not connected within {WAIT:?}"))??;
     let request = format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n");
-    stream.write_all(request.as_bytes()).await?;
-    let mut response = Vec::new();
-    tokio::time::timeout(WAIT, stream.read_to_end(&mut response))
-        .await
-        .with_context(|| format!("{path} on {addr}: no whole answer within {WAIT:?}"))??;
-    let text = String::from_utf8_lossy(&response).into_owned();
+    let text = exchange(addr, path, &request).await?;
     let status: u16 = text
         .split_whitespace()
         .nth(1)
@@ -494,31 +485,23 @@ pub async fn get(addr: SocketAddr, path: &str) -> anyhow::Result<(u16, String)> 
 
 /// A minimal HTTP/1.1 POST (the tests need no HTTP client crate for three endpoints).
 pub async fn post(addr: SocketAddr, path: &str, body: &str) -> anyhow::Result<(u16, Value)> {
+    let response = post_with(addr, path, &[], body).await?;
+    Ok((response.status, response.body))
+}
+
+/// Sends one HTTP/1.1 request (`Connection: close`) and reads the whole answer, each step
+/// within [`WAIT`]: the answer as text.
+async fn exchange(addr: SocketAddr, path: &str, request: &str) -> anyhow::Result<String> {
     use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
     let mut stream = tokio::time::timeout(WAIT, tokio::net::TcpStream::connect(addr))
         .await
         .with_context(|| format!("{addr}: not connected within {WAIT:?}"))??;
-    let request = format!(
-        "POST {path} HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-        body.len()
-    );
     stream.write_all(request.as_bytes()).await?;
     let mut response = Vec::new();
     tokio::time::timeout(WAIT, stream.read_to_end(&mut response))
         .await
         .with_context(|| format!("{path} on {addr}: no whole answer within {WAIT:?}"))??;
-    let text = String::from_utf8_lossy(&response);
-    let status: u16 = text
-        .split_whitespace()
-        .nth(1)
-        .context("status line")?
-        .parse()?;
-    let body = text.split_once("\r\n\r\n").map(|(_, b)| b).unwrap_or("");
-    // Bodies are small and sent whole (Content-Length), or chunked in one chunk.
-    let json_start = body.find('{').unwrap_or(0);
-    let json_end = body.rfind('}').map_or(body.len(), |i| i + 1);
-    let value = serde_json::from_str(&body[json_start..json_end]).unwrap_or(Value::Null);
-    Ok((status, value))
+    Ok(String::from_utf8_lossy(&response).into_owned())
 }
 
 /// An HTTP response: status, headers (names lower-cased) and JSON body.
@@ -549,10 +532,6 @@ pub async fn post_with(
     headers: &[(&str, &str)],
     body: &str,
 ) -> anyhow::Result<Response> {
-    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
-    let mut stream = tokio::time::timeout(WAIT, tokio::net::TcpStream::connect(addr))
-        .await
-        .with_context(|| format!("{addr}: not connected within {WAIT:?}"))??;
     let extra: String = headers
         .iter()
         .map(|(n, v)| format!("{n}: {v}\r\n"))
@@ -561,12 +540,7 @@ pub async fn post_with(
         "POST {path} HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n{extra}Connection: close\r\n\r\n{body}",
         body.len()
     );
-    stream.write_all(request.as_bytes()).await?;
-    let mut response = Vec::new();
-    tokio::time::timeout(WAIT, stream.read_to_end(&mut response))
-        .await
-        .with_context(|| format!("{path} on {addr}: no whole answer within {WAIT:?}"))??;
-    let text = String::from_utf8_lossy(&response);
+    let text = exchange(addr, path, &request).await?;
     let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
     let mut lines = head.lines();
     let status: u16 = lines

@@ -9,7 +9,8 @@ use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 use tokio::net::TcpStream;
 use tokio_tungstenite::WebSocketStream;
-use tokio_tungstenite::tungstenite::Message;
+use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
+use tokio_tungstenite::tungstenite::{Message, Utf8Bytes};
 
 pub(crate) type Ws = WebSocketStream<TcpStream>;
 
@@ -88,6 +89,13 @@ pub(crate) async fn guest(addr: SocketAddr, source: Option<Ipv4Addr>) -> anyhow:
     authenticated(addr, source, &token).await
 }
 
+/// The tool's WebSocket settings: a 4 KiB read buffer. tungstenite zero-fills the whole
+/// read buffer before every read, and its default (128 KiB) made `memset` the tool's
+/// largest cost (frames here are a few hundred bytes; a larger one takes more reads).
+fn ws_config() -> WebSocketConfig {
+    WebSocketConfig::default().read_buffer_size(4096)
+}
+
 /// A connection authenticated with `token`.
 pub(crate) async fn authenticated(
     addr: SocketAddr,
@@ -95,9 +103,12 @@ pub(crate) async fn authenticated(
     token: &str,
 ) -> anyhow::Result<Ws> {
     let stream = tcp(addr, source).await?;
-    let (mut ws, _) =
-        tokio_tungstenite::client_async_with_config(format!("ws://{addr}/ws/v1"), stream, None)
-            .await?;
+    let (mut ws, _) = tokio_tungstenite::client_async_with_config(
+        format!("ws://{addr}/ws/v1"),
+        stream,
+        Some(ws_config()),
+    )
+    .await?;
     send(&mut ws, &json!({"type": "auth", "token": token})).await?;
     until(&mut ws, |v| v["type"] == "authenticated").await?;
     Ok(ws)
@@ -108,19 +119,68 @@ pub(crate) async fn send(ws: &mut Ws, v: &Value) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// The next JSON frame.
-pub(crate) async fn next(ws: &mut Ws) -> anyhow::Result<Value> {
+/// Sends a frame already written as JSON text.
+pub(crate) async fn send_text(ws: &mut Ws, text: String) -> anyhow::Result<()> {
+    ws.send(Message::Text(text.into())).await?;
+    Ok(())
+}
+
+/// The next text frame, as it came.
+pub(crate) async fn next_text(ws: &mut Ws) -> anyhow::Result<Utf8Bytes> {
     loop {
         let msg = tokio::time::timeout(ANSWER_WITHIN, ws.next())
             .await
             .context("no answer within 30 s")?
             .context("connection closed")??;
         match msg {
-            Message::Text(t) => return Ok(serde_json::from_str(&t)?),
+            Message::Text(t) => return Ok(t),
             Message::Close(c) => anyhow::bail!("connection closed by the server: {c:?}"),
             _ => {}
         }
     }
+}
+
+/// The next JSON frame.
+pub(crate) async fn next(ws: &mut Ws) -> anyhow::Result<Value> {
+    Ok(serde_json::from_str(&next_text(ws).await?)?)
+}
+
+/// What the move path reads of a server frame; every other field is skipped unparsed
+/// (a `serde_json::Value` of each frame — a map per object — was a tenth of the tool's
+/// CPU). The strings read here never hold JSON escapes (types, ids, UUIDs, FENs), so
+/// they borrow from the frame; a frame where one did would fail to parse and be counted
+/// as an error, never misread.
+#[derive(Debug, serde::Deserialize)]
+pub(crate) struct Frame<'a> {
+    #[serde(rename = "type")]
+    pub kind: &'a str,
+    #[serde(default)]
+    pub id: Option<&'a str>,
+    #[serde(default)]
+    pub game_id: Option<&'a str>,
+    #[serde(default)]
+    pub version: Option<u64>,
+    #[serde(default)]
+    pub code: Option<&'a str>,
+    #[serde(default)]
+    pub event: Option<EventPart<'a>>,
+    #[serde(default)]
+    pub outcome: Option<serde::de::IgnoredAny>,
+}
+
+/// The `event` of an `event` frame, as far as the move path reads it.
+#[derive(Debug, serde::Deserialize)]
+pub(crate) struct EventPart<'a> {
+    #[serde(default)]
+    pub kind: Option<&'a str>,
+    #[serde(default)]
+    pub fen: Option<&'a str>,
+    #[serde(default)]
+    pub turn: Option<&'a str>,
+    #[serde(default)]
+    pub promotion_pending: Option<bool>,
+    #[serde(default)]
+    pub outcome: Option<serde::de::IgnoredAny>,
 }
 
 /// Frames until one matches `pred`; an `error` frame stops the wait.

@@ -25,30 +25,71 @@ struct View {
     over: bool,
 }
 
+/// What one event frame changes in a [`View`].
+struct Seen {
+    version: Option<u64>,
+    fen: Option<String>,
+    turn: Option<String>,
+    /// Set by a move or a promotion: whether a promotion choice is now pending.
+    pending: Option<bool>,
+    over: bool,
+}
+
+impl Seen {
+    fn of(f: &client::Frame<'_>) -> Seen {
+        let e = f.event.as_ref();
+        let moved = e
+            .and_then(|e| e.kind)
+            .is_some_and(|k| k == "move" || k == "promotion");
+        Seen {
+            version: f.version,
+            fen: e.and_then(|e| e.fen).map(str::to_owned),
+            turn: e.and_then(|e| e.turn).map(str::to_owned),
+            pending: moved.then(|| e.and_then(|e| e.promotion_pending) == Some(true)),
+            over: f.outcome.is_some() || e.is_some_and(|e| e.outcome.is_some()),
+        }
+    }
+
+    fn of_value(event: &Value) -> Seen {
+        let e = &event["event"];
+        Seen {
+            version: event["version"].as_u64(),
+            fen: e["fen"].as_str().map(str::to_owned),
+            turn: e["turn"].as_str().map(str::to_owned),
+            pending: (e["kind"] == "move" || e["kind"] == "promotion")
+                .then(|| e["promotion_pending"] == true),
+            over: !event["outcome"].is_null() || !e["outcome"].is_null(),
+        }
+    }
+}
+
 impl View {
-    fn update(&mut self, event: &Value) {
-        if let Some(v) = event["version"].as_u64() {
+    fn update(&mut self, seen: &Seen) {
+        if let Some(v) = seen.version {
             self.version = self.version.max(v);
         }
-        let e = &event["event"];
-        if let Some(fen) = e["fen"].as_str() {
+        if let Some(fen) = &seen.fen {
             fen.clone_into(&mut self.fen);
         }
-        if let Some(turn) = e["turn"].as_str() {
+        if let Some(turn) = &seen.turn {
             turn.clone_into(&mut self.turn);
         }
-        if e["kind"] == "move" || e["kind"] == "promotion" {
-            self.pending = e["promotion_pending"] == true;
+        if let Some(pending) = seen.pending {
+            self.pending = pending;
         }
-        self.over |= !event["outcome"].is_null() || !e["outcome"].is_null();
+        self.over |= seen.over;
     }
 
     /// The next action of the side to move: a random legal move of this view, or the
     /// choice of a pending promotion.
-    fn action(&self, rng: &mut Rng, id: &str) -> anyhow::Result<Value> {
+    fn action(&self, rng: &mut Rng, id: &str) -> anyhow::Result<Action> {
         if self.pending {
             let role = ["q", "r", "b", "n"][rng.below(4)];
-            return Ok(json!({"type": "promote", "id": id, "game_id": self.game_id, "role": role}));
+            return Ok(Action::new(
+                id,
+                json!({"type": "promote", "id": id, "game_id": self.game_id, "role": role})
+                    .to_string(),
+            ));
         }
         let pos = Position::from_fen(self.variant, &self.fen)
             .map_err(|e| anyhow::anyhow!("the view's FEN {}: {e}", self.fen))?;
@@ -59,7 +100,29 @@ impl View {
             self.fen
         );
         let m = moves[rng.below(moves.len())];
-        Ok(json!({"type": "move", "id": id, "game_id": self.game_id, "uci": m.to_string()}))
+        // Ids, game ids (UUIDs) and UCI need no JSON escapes.
+        Ok(Action::new(
+            id,
+            format!(
+                r#"{{"type":"move","id":"{id}","game_id":"{}","uci":"{m}"}}"#,
+                self.game_id
+            ),
+        ))
+    }
+}
+
+/// A client action: its id and its frame.
+struct Action {
+    id: String,
+    text: String,
+}
+
+impl Action {
+    fn new(id: &str, text: String) -> Action {
+        Action {
+            id: id.to_owned(),
+            text,
+        }
     }
 }
 
@@ -67,30 +130,30 @@ impl View {
 /// the event of the version it produced arrived (in either order). The ack's arrival time
 /// and the game's events from that version on (a later one, e.g. the computer's answer,
 /// may already have come).
-async fn act(ws: &mut Ws, action: &Value, game_id: &str) -> anyhow::Result<(Instant, Vec<Value>)> {
-    let id = action["id"]
-        .as_str()
-        .context("an action has an id")?
-        .to_owned();
-    client::send(ws, action).await?;
-    let mut events: Vec<Value> = Vec::new();
+async fn act(ws: &mut Ws, action: Action, game_id: &str) -> anyhow::Result<(Instant, Vec<Seen>)> {
+    let Action { id, text } = action;
+    client::send_text(ws, text).await?;
+    let mut events: Vec<Seen> = Vec::new();
     let mut acked: Option<(Instant, u64)> = None;
     loop {
         if let Some((at, version)) = acked
-            && events.iter().any(|e| e["version"] == version)
+            && events.iter().any(|e| e.version == Some(version))
         {
-            events.retain(|e| e["version"].as_u64().is_some_and(|v| v >= version));
+            events.retain(|e| e.version.is_some_and(|v| v >= version));
             return Ok((at, events));
         }
-        let v = client::next(ws).await?;
-        match v["type"].as_str() {
-            Some("ack") if v["id"] == id.as_str() => {
-                let version = v["version"].as_u64().context("an ack has a version")?;
+        let raw = client::next_text(ws).await?;
+        let f: client::Frame<'_> = serde_json::from_str(&raw)
+            .with_context(|| format!("a frame the tool cannot read: {}", raw.as_str()))?;
+        match f.kind {
+            "ack" if f.id == Some(id.as_str()) => {
+                let version = f.version.context("an ack has a version")?;
                 acked = Some((Instant::now(), version));
             }
-            Some("event") if v["game_id"] == game_id => events.push(v),
-            Some("error") if v["id"] == id.as_str() || v["id"].is_null() => {
-                let code = v["code"].as_str().unwrap_or("error").to_owned();
+            "event" if f.game_id == Some(game_id) => events.push(Seen::of(&f)),
+            "error" if f.id == Some(id.as_str()) || f.id.is_none() => {
+                let code = f.code.unwrap_or("error").to_owned();
+                let v: Value = serde_json::from_str(&raw)?;
                 return Err(ServerError(code, v).into());
             }
             _ => {}
@@ -278,8 +341,9 @@ async fn play(
             &mut *black
         };
         if ply >= max_plies || run.stopping() {
-            let resign = json!({"type": "resign", "id": format!("r{n}"), "game_id": view.game_id});
-            act(mover, &resign, &view.game_id).await?;
+            let id = format!("r{n}");
+            let resign = json!({"type": "resign", "id": id, "game_id": view.game_id});
+            act(mover, Action::new(&id, resign.to_string()), &view.game_id).await?;
             return Ok(());
         }
         if let Some(d) = *due {
@@ -288,7 +352,7 @@ async fn play(
         let id = format!("m{n}.{ply}");
         let action = view.action(rng, &id)?;
         let sent = Instant::now();
-        let (acked, events) = act(mover, &action, &view.game_id).await?;
+        let (acked, events) = act(mover, action, &view.game_id).await?;
         let origin = due.unwrap_or(sent);
         run.move_done(acked.saturating_duration_since(origin));
         if let (Some(d), Some(every)) = (due.as_mut(), interval) {
@@ -379,17 +443,18 @@ async fn against_computer(
             run.rec()
                 .bot_replies
                 .record(asked.elapsed().as_micros() as u64);
-            view.update(&answer);
+            view.update(&Seen::of_value(&answer));
             continue;
         }
         if ply >= run.args.max_plies || run.stopping() {
-            let resign = json!({"type": "resign", "id": format!("r{n}"), "game_id": view.game_id});
-            act(ws, &resign, &view.game_id).await?;
+            let id = format!("r{n}");
+            let resign = json!({"type": "resign", "id": id, "game_id": view.game_id});
+            act(ws, Action::new(&id, resign.to_string()), &view.game_id).await?;
             return Ok(());
         }
         let action = view.action(rng, &format!("b{n}.{ply}"))?;
         let sent = Instant::now();
-        let (acked, events) = act(ws, &action, &view.game_id).await?;
+        let (acked, events) = act(ws, action, &view.game_id).await?;
         run.move_done(acked.saturating_duration_since(sent));
         events.iter().for_each(|e| view.update(e));
         ply += 1;
