@@ -67,10 +67,49 @@ impl Namespace {
         &self.prefix
     }
 
-    /// `<prefix>.game.<id>.<audience>`: a game's events for one audience. A hidden piece's
-    /// identity is only ever published on the subject of the player entitled to it.
-    pub fn game_subject(&self, game: &GameId, audience: Audience) -> String {
-        format!("{}.game.{}.{}", self.prefix, game, audience_token(audience))
+    /// `<prefix>.game.<id>.<w>.<b>.<p>`: a game's event for the audiences it names. Each of
+    /// the last three tokens is its audience's name (`white`, `black`, `public`) where the
+    /// frame is for that audience and `-` where it is not. A frame every audience sees
+    /// alike (`for: None`) is published once, on `….white.black.public`; a frame that
+    /// differs between audiences is published once per audience, each on the subject that
+    /// names its audience alone (`….white.-.-`, `….-.black.-`, `….-.-.public`). So a hidden
+    /// piece's identity is only ever published on a subject that names no one but the
+    /// player entitled to it.
+    pub fn game_event_subject(&self, game: &GameId, only: Option<Audience>) -> String {
+        let token = |a: Audience| match only {
+            Some(o) if o != a => "-",
+            _ => audience_token(a),
+        };
+        format!(
+            "{}.game.{}.{}.{}.{}",
+            self.prefix,
+            game,
+            token(AUDIENCES[0]),
+            token(AUDIENCES[1]),
+            token(AUDIENCES[2])
+        )
+    }
+
+    /// The subscription of one audience to a game's events: the wildcard subject
+    /// (`….white.*.*`, `….*.black.*`, `….*.*.public`) that matches exactly the
+    /// [`game_event_subject`](Self::game_event_subject)s naming that audience — the shared
+    /// ones and its own, never another audience's own.
+    pub fn game_follow_subject(&self, game: &GameId, audience: Audience) -> String {
+        let token = |a: Audience| {
+            if a == audience {
+                audience_token(a)
+            } else {
+                "*"
+            }
+        };
+        format!(
+            "{}.game.{}.{}.{}.{}",
+            self.prefix,
+            game,
+            token(AUDIENCES[0]),
+            token(AUDIENCES[1]),
+            token(AUDIENCES[2])
+        )
     }
 
     /// `<prefix>.games.finished`: finished-game records (JetStream).
@@ -219,9 +258,81 @@ impl Namespace {
     }
 }
 
+/// Whether `subject` matches the subscription `pattern` as NATS matches them: token by
+/// token (split at `.`), `*` matching any one token and a final `>` one or more (for the
+/// in-process bus, which stands in for NATS).
+pub fn subject_matches(pattern: &str, subject: &str) -> bool {
+    let mut subject_tokens = subject.split('.');
+    let mut pattern_tokens = pattern.split('.').peekable();
+    while let Some(p) = pattern_tokens.next() {
+        if p == ">" && pattern_tokens.peek().is_none() {
+            return subject_tokens.next().is_some();
+        }
+        match subject_tokens.next() {
+            Some(t) if p == "*" || p == t => {}
+            _ => return false,
+        }
+    }
+    subject_tokens.next().is_none()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn each_audience_follows_the_shared_subject_and_its_own_never_another() {
+        let ns = Namespace::new("t-1").expect("valid");
+        let id: GameId = "0190c6a0-0000-7000-8000-000000000001"
+            .parse()
+            .expect("uuid");
+        let shared = ns.game_event_subject(&id, None);
+        assert_eq!(
+            shared,
+            "t-1.game.0190c6a0-0000-7000-8000-000000000001.white.black.public"
+        );
+        assert_eq!(
+            ns.game_event_subject(&id, Some(Audience::Player(Color::Black))),
+            "t-1.game.0190c6a0-0000-7000-8000-000000000001.-.black.-"
+        );
+        assert_eq!(
+            ns.game_follow_subject(&id, Audience::Spectator),
+            "t-1.game.0190c6a0-0000-7000-8000-000000000001.*.*.public"
+        );
+        for follower in AUDIENCES {
+            let pattern = ns.game_follow_subject(&id, follower);
+            assert!(subject_matches(&pattern, &shared), "{pattern}");
+            for own in AUDIENCES {
+                let subject = ns.game_event_subject(&id, Some(own));
+                assert_eq!(
+                    subject_matches(&pattern, &subject),
+                    own == follower,
+                    "{pattern} against {subject}"
+                );
+            }
+            // Another game's events never match.
+            let other: GameId = "0190c6a0-0000-7000-8000-000000000002"
+                .parse()
+                .expect("uuid");
+            assert!(!subject_matches(
+                &pattern,
+                &ns.game_event_subject(&other, None)
+            ));
+        }
+    }
+
+    #[test]
+    fn subjects_match_token_by_token() {
+        assert!(subject_matches("a.b.c", "a.b.c"));
+        assert!(!subject_matches("a.b.c", "a.b.cd"));
+        assert!(!subject_matches("a.b", "a.b.c"));
+        assert!(!subject_matches("a.b.c", "a.b"));
+        assert!(subject_matches("a.*.c", "a.x.c"));
+        assert!(!subject_matches("a.*.c", "a.x.y.c"));
+        assert!(subject_matches("a.>", "a.x.y"));
+        assert!(!subject_matches("a.>", "a"));
+        assert!(subject_matches("a.b.>", "a.b.c"));
+    }
 
     #[test]
     fn names_derive_from_the_prefix() {
@@ -229,10 +340,6 @@ mod tests {
         let id: GameId = "0190c6a0-0000-7000-8000-000000000001"
             .parse()
             .expect("uuid");
-        assert_eq!(
-            ns.game_subject(&id, Audience::Player(Color::Black)),
-            "t-1.game.0190c6a0-0000-7000-8000-000000000001.black"
-        );
         assert_eq!(ns.finished_games_stream(), "T_1_GAMES");
         assert_eq!(
             ns.game_log_key(&id),

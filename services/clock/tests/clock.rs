@@ -135,7 +135,7 @@ impl Env {
             .nats
             .subscribe(
                 self.ns
-                    .game_subject(&game, frontier_rules::Audience::Spectator),
+                    .game_follow_subject(&game, frontier_rules::Audience::Spectator),
             )
             .await
             .expect("subscribe");

@@ -39,6 +39,31 @@ pub struct AudienceFrames {
 }
 
 impl AudienceFrames {
+    /// Every audience's frame is the same: published once, on the game's shared subject
+    /// (every move of standard and atomic chess, and in hidden chess every event but a
+    /// capture of a hidden piece, whose identity only its capturer's frame names).
+    pub fn is_shared(&self) -> bool {
+        self.white == self.black && self.black == self.public
+    }
+
+    /// The subjects to publish on, each with its frame: the shared subject alone, or each
+    /// audience's own ([`Namespace::game_event_subject`]).
+    pub fn publications(&self, ns: &Namespace, game: &GameId) -> Vec<(String, Bytes)> {
+        if self.is_shared() {
+            vec![(ns.game_event_subject(game, None), self.public.clone())]
+        } else {
+            AUDIENCES
+                .iter()
+                .map(|a| {
+                    (
+                        ns.game_event_subject(game, Some(*a)),
+                        self.for_audience(*a).clone(),
+                    )
+                })
+                .collect()
+        }
+    }
+
     /// The frame for one audience.
     pub fn for_audience(&self, audience: Audience) -> &Bytes {
         match audience {
@@ -51,8 +76,9 @@ impl AudienceFrames {
 
 /// Publishing of game events.
 pub trait EventBus: Send + Sync + 'static {
-    /// Publishes each audience's frame on its own subject (at most once: subscribers fill
-    /// gaps from the event log).
+    /// Publishes the event: once on the game's shared subject when every audience's frame
+    /// is the same, else each audience's frame on its own subject (at most once:
+    /// subscribers fill gaps from the event log).
     fn publish_game_event(
         &self,
         game: &GameId,
@@ -161,20 +187,15 @@ impl EventBus for NatsBus {
         game: &GameId,
         frames: &AudienceFrames,
     ) -> Result<(), BusError> {
-        let context = trace::current();
-        for audience in AUDIENCES {
-            let mut headers = async_nats::HeaderMap::new();
-            headers.insert(VERSION_HEADER, frames.version.to_string().as_str());
-            if frames.ended {
-                headers.insert(ENDED_HEADER, "1");
-            }
-            trace::inject_headers(&context, &mut headers);
+        let mut headers = async_nats::HeaderMap::new();
+        headers.insert(VERSION_HEADER, frames.version.to_string().as_str());
+        if frames.ended {
+            headers.insert(ENDED_HEADER, "1");
+        }
+        trace::inject_headers(&trace::current(), &mut headers);
+        for (subject, frame) in frames.publications(&self.ns, game) {
             self.client
-                .publish_with_headers(
-                    self.ns.game_subject(game, audience),
-                    headers,
-                    frames.for_audience(audience).clone(),
-                )
+                .publish_with_headers(subject, headers.clone(), frame)
                 .await
                 .map_err(|e| BusError(e.to_string()))?;
         }
@@ -311,13 +332,9 @@ impl EventBus for MemoryBus {
         game: &GameId,
         frames: &AudienceFrames,
     ) -> Result<(), BusError> {
-        for audience in AUDIENCES {
-            self.events.publish(
-                self.ns.game_subject(game, audience),
-                frames.version,
-                frames.ended,
-                frames.for_audience(audience).clone(),
-            );
+        for (subject, frame) in frames.publications(&self.ns, game) {
+            self.events
+                .publish(subject, frames.version, frames.ended, frame);
         }
         Ok(())
     }

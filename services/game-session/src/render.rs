@@ -165,8 +165,20 @@ pub fn frames(game: &LiveGame, happened: &Happened, version: u64, now_ms: i64) -
             })
         }
         Happened::Moved(report) => {
-            // The position after the move is public: worked out once, rendered three times.
+            // The position after the move is public: worked out once. The move reads the
+            // same for every audience unless it captured a hidden piece (whose identity only
+            // its capturer's frame names): then it is rendered once per audience.
             let after = AfterMove::of(&game.game().view(Audience::Spectator));
+            let public = report.for_audience(Audience::Spectator);
+            let alike = [Color::White, Color::Black]
+                .iter()
+                .all(|c| report.for_audience(Audience::Player(*c)) == public);
+            if alike {
+                return simple(&EventRender::Move {
+                    event: &public,
+                    after: &after,
+                });
+            }
             per_audience(version, ended, |audience| {
                 let event = report.for_audience(audience);
                 render_event(

@@ -95,15 +95,19 @@ pub fn decode(bytes: &[u8]) -> Result<Loaded, SessionError> {
     Ok(Loaded { live, stored_moves })
 }
 
-/// A log entry: one version's frames, one per audience.
+/// A log entry: one version's frames, one per audience — or one for all when they are the
+/// same.
 pub fn log_entry(frames: &AudienceFrames) -> Bytes {
+    let shared = frames.is_shared();
+    let own = |frame: &Bytes| if shared { Vec::new() } else { frame.to_vec() };
     Bytes::from(
         storage::LogEntry {
             version: frames.version,
-            white: frames.white.to_vec(),
-            black: frames.black.to_vec(),
+            white: own(&frames.white),
+            black: own(&frames.black),
             public: frames.public.to_vec(),
             ended: frames.ended,
+            shared,
         }
         .encode_to_vec(),
     )
@@ -113,11 +117,17 @@ pub fn log_entry(frames: &AudienceFrames) -> Bytes {
 pub fn decode_log_entry(bytes: &[u8]) -> Result<AudienceFrames, SessionError> {
     let entry = storage::LogEntry::decode(bytes)
         .map_err(|e| SessionError::Corrupt(format!("log entry: {e}")))?;
+    let public = Bytes::from(entry.public);
+    let (white, black) = if entry.shared {
+        (public.clone(), public.clone())
+    } else {
+        (Bytes::from(entry.white), Bytes::from(entry.black))
+    };
     Ok(AudienceFrames {
         version: entry.version,
-        white: Bytes::from(entry.white),
-        black: Bytes::from(entry.black),
-        public: Bytes::from(entry.public),
+        white,
+        black,
+        public,
         ended: entry.ended,
     })
 }

@@ -1,5 +1,5 @@
 //! game-session on real Redis and NATS (JetStream): compare-and-set under races, events on
-//! per-audience subjects, finished games in the stream exactly once.
+//! the shared or per-audience subjects, finished games in the stream exactly once.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -255,7 +255,7 @@ async fn identities_travel_only_on_the_entitled_subject_and_finished_games_reach
         subs.push((
             audience,
             client
-                .subscribe(ns.game_subject(&game, audience))
+                .subscribe(ns.game_follow_subject(&game, audience))
                 .await
                 .expect("sub"),
         ));
@@ -304,6 +304,14 @@ async fn identities_travel_only_on_the_entitled_subject_and_finished_games_reach
             {
                 identity = Some(role);
             }
+            // The capture (version 5) differs between audiences: each audience's frame on
+            // its own subject; everything else once, on the shared one.
+            let expected = if version == 5 {
+                ns.game_event_subject(&game, Some(*audience))
+            } else {
+                ns.game_event_subject(&game, None)
+            };
+            assert_eq!(msg.subject.as_str(), expected, "{audience:?} v{version}");
             versions.push(version);
         }
         let from = versions[0];

@@ -265,9 +265,27 @@ async fn a_captured_hidden_identity_goes_only_to_the_capturer() {
     while let Ok(e) = events.try_recv() {
         if e.version == 5 {
             capture_frames.push((e.subject.clone(), parse(&e.payload)));
+        } else {
+            // The moves before read alike for everyone: one frame, on the shared subject.
+            assert!(
+                e.subject.ends_with(".white.black.public"),
+                "version {}: {}",
+                e.version,
+                e.subject
+            );
         }
     }
     assert_eq!(capture_frames.len(), 3, "one frame per audience");
+    let mut audiences: Vec<String> = capture_frames
+        .iter()
+        .map(|(s, _)| s.rsplitn(4, '.').take(3).collect::<Vec<_>>().join(" "))
+        .collect();
+    audiences.sort_unstable();
+    assert_eq!(
+        audiences,
+        ["- - white", "- black -", "public - -"],
+        "each on its audience's own subject (last tokens, last first)"
+    );
     for (subject, frame) in capture_frames {
         let ServerMessage::Event { event, .. } = frame else {
             panic!("an event");
@@ -281,7 +299,7 @@ async fn a_captured_hidden_identity_goes_only_to_the_capturer() {
             panic!("a move");
         };
         assert_eq!(captured.map(|c| c.hidden), Some(true));
-        if subject.ends_with(".white") {
+        if subject.ends_with(".white.-.-") {
             assert_eq!(
                 captured_identity.as_deref(),
                 Some("pawn"),

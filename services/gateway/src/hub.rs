@@ -51,8 +51,8 @@ impl Topic {
 
 /// Where game events come from.
 pub trait EventSource: Send + Sync + 'static {
-    /// Subscribes to `subject`. When this resolves the subscription is active: nothing
-    /// published afterwards is missed.
+    /// Subscribes to `subject` (a NATS subject, wildcards allowed). When this resolves the
+    /// subscription is active: nothing published afterwards is missed.
     fn subscribe(
         &self,
         subject: String,
@@ -114,7 +114,11 @@ impl EventSource for LocalSource {
                 futures_util::stream::unfold((rx, subject), |(mut rx, subject)| async move {
                     loop {
                         match rx.recv().await {
-                            Ok(m) if m.subject == subject => {
+                            Ok(m)
+                                if frontier_platform::names::subject_matches(
+                                    &subject, &m.subject,
+                                ) =>
+                            {
                                 let frame = Frame {
                                     version: m.version,
                                     ended: m.ended,

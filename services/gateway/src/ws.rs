@@ -1320,7 +1320,7 @@ impl<A: Accounts> Follower<A> {
             self.left_waiting().await;
         }
         let audience = frontier_platform::convert::audience_of_seat(seat);
-        let subject = self.state.ns.game_subject(&self.game, audience);
+        let subject = self.state.ns.game_follow_subject(&self.game, audience);
         let (_topic, mut rx) = match self.state.hub.follow(&subject).await {
             Ok(t) => t,
             Err(e) => {
