@@ -44,8 +44,11 @@ export FRONTIER_JWT_SECRET=bench-secret-0123456789abcdefghijklmnop
 export FRONTIER_WS_RATE=100000 FRONTIER_WS_BURST=100000
 export FRONTIER_GUEST_LIMIT=100000/1s FRONTIER_BOARD_LIMIT=100000/1s
 export FRONTIER_WAITING_BOARDS=100000 FRONTIER_WS_PER_ADDRESS=100000 FRONTIER_WS_PER_PLAYER=1000
-PORT=${BENCH_PORT:-18080}
-GW=127.0.0.1:$PORT GS=127.0.0.1:15051 RT=127.0.0.1:15053 MM=127.0.0.1:15054
+# BENCH_OFFSET=N moves every port by N, so that two runs can go side by side (an A/B
+# comparison under the same machine load: see docs/benchmarks.md).
+OFF=${BENCH_OFFSET:-0}
+PORT=${BENCH_PORT:-$((18080 + OFF))}
+GW=127.0.0.1:$PORT GS=127.0.0.1:$((15051 + OFF)) RT=127.0.0.1:$((15053 + OFF)) MM=127.0.0.1:$((15054 + OFF))
 pids=() names=() owned=()
 cleanup() {
   for i in "${!pids[@]}"; do [ "${owned[$i]}" = yes ] && kill "${pids[$i]}" 2>/dev/null; done
@@ -70,16 +73,16 @@ if [ "$MODE" = dev ]; then
   start dev "$WHERE" dev --memory --listen $GW; gateway_pid=${pids[-1]}
 elif [ "$MODE" = frontier ]; then
   # With their admin endpoints, as deployed: metrics are recorded.
-  start game-session "$WHERE" game-session --listen $GS --admin-listen 127.0.0.1:19101
-  start rating "$WHERE" rating --listen $RT --admin-listen 127.0.0.1:19103
+  start game-session "$WHERE" game-session --listen $GS --admin-listen 127.0.0.1:$((19101 + OFF))
+  start rating "$WHERE" rating --listen $RT --admin-listen 127.0.0.1:$((19103 + OFF))
   mm=()
   if [ -n "${BENCH_ALL:-}" ]; then
-    start matchmaking "$WHERE" matchmaking --listen $MM --game-session-urls http://$GS --rating-url http://$RT --admin-listen 127.0.0.1:19105
-    start bot-worker "$WHERE" bot-worker --game-session-urls http://$GS --admin-listen 127.0.0.1:19104
+    start matchmaking "$WHERE" matchmaking --listen $MM --game-session-urls http://$GS --rating-url http://$RT --admin-listen 127.0.0.1:$((19105 + OFF))
+    start bot-worker "$WHERE" bot-worker --game-session-urls http://$GS --admin-listen 127.0.0.1:$((19104 + OFF))
     mm=(--matchmaking-url http://$MM)
   fi
-  start gateway "$WHERE" gateway --listen $GW --game-session-urls http://$GS --rating-url http://$RT "${mm[@]}" --admin-listen 127.0.0.1:19100; gateway_pid=${pids[-1]}
-  start clock "$WHERE" clock --game-session-urls http://$GS --admin-listen 127.0.0.1:19102
+  start gateway "$WHERE" gateway --listen $GW --game-session-urls http://$GS --rating-url http://$RT "${mm[@]}" --admin-listen 127.0.0.1:$((19100 + OFF)); gateway_pid=${pids[-1]}
+  start clock "$WHERE" clock --game-session-urls http://$GS --admin-listen 127.0.0.1:$((19102 + OFF))
 else
   start game-session "$WHERE/game-session" --listen $GS
   start rating "$WHERE/rating"
@@ -102,10 +105,13 @@ for server in redis:"$FRONTIER_REDIS_URL" nats:"$FRONTIER_NATS_URL"; do
   pid=$(server_pid "${server#*:}")
   [ -n "$pid" ] && [ -r "/proc/$pid/stat" ] && { pids+=("$pid"); names+=("${server%%:*}"); owned+=(no); }
 done
-before=(); switches_before=()
-for p in "${pids[@]}"; do
-  before+=("$(ticks "$p")"); switches_before+=("$(switches "$p")")
-done
+snapshot() {
+  before=(); switches_before=()
+  for p in "${pids[@]}"; do
+    before+=("$(ticks "$p")"); switches_before+=("$(switches "$p")")
+  done
+}
+snapshot
 # RSS_LOG=FILE: every RSS_EVERY seconds (default 10), one line per service process:
 # "seconds name rss_kib cpu_ticks" (the soak reads it for memory flatness); the services
 # started here only, not Redis and NATS.
@@ -125,10 +131,28 @@ if [ -n "${RSS_LOG:-}" ]; then
   ) &
   sampler=$!
 fi
-out=$("$LOAD" --addr $GW --pairs "$PAIRS" --seconds "$SECONDS_" --gateway-pid "$gateway_pid" "${EXTRA[@]}")
-echo "$out"
+# BENCH_WARMUP=S: the CPU per move counts only the seconds after the first S of the run
+# (setting up guests, connections and games is then left out; the moves are those of the
+# load tool's per-second series after S). Not with a --json of the caller's own.
+if [ -n "${BENCH_WARMUP:-}" ]; then
+  series=$(mktemp /tmp/bench-series-XXXXXX.json)
+  "$LOAD" --addr $GW --pairs "$PAIRS" --seconds "$SECONDS_" --gateway-pid "$gateway_pid" "${EXTRA[@]}" --json "$series" >"$series.out" &
+  load_pid=$!
+  sleep "$BENCH_WARMUP"
+  snapshot
+  wait "$load_pid" || true
+  out=$(cat "$series.out")
+  moves=$(python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); w=float(sys.argv[2]); print(sum(s["moves"] for s in d["series"] if s["t"] > w))' "$series" "$BENCH_WARMUP")
+  steady=$(python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); w=float(sys.argv[2]); s=[x for x in d["series"] if x["t"] > w]; print("after the first %s s: %.0f moves/s, per-second p99 at most %.2f ms, median %.2f ms" % (sys.argv[2], sum(x["moves"] for x in s) / max(len(s), 1), max([x["p99_ms"] for x in s] or [0]), sorted(x["p99_ms"] for x in s)[len(s) // 2] if s else 0))' "$series" "$BENCH_WARMUP")
+  rm -f "$series" "$series.out"
+  echo "$out"
+  echo "  steady state   $steady"
+else
+  out=$("$LOAD" --addr $GW --pairs "$PAIRS" --seconds "$SECONDS_" --gateway-pid "$gateway_pid" "${EXTRA[@]}")
+  echo "$out"
+  moves=$(sed -n 's/^\([0-9]*\) moves in.*/\1/p' <<<"$out" | tail -1)
+fi
 [ -n "${sampler:-}" ] && kill "$sampler" 2>/dev/null
-moves=$(sed -n 's/^\([0-9]*\) moves in.*/\1/p' <<<"$out" | tail -1)
 hz=$(getconf CLK_TCK)
 for i in "${!pids[@]}"; do
   used=$(( $(ticks "${pids[$i]}") - ${before[$i]} ))
