@@ -102,7 +102,19 @@ fn raise_fd_limit() -> Option<u64> {
 }
 
 fn main() -> std::process::ExitCode {
-    let runtime = match tokio::runtime::Runtime::new() {
+    let matches = Args::command().get_matches();
+    let threads = matches.get_one::<u16>("threads").copied().unwrap_or(1);
+    let runtime = if threads == 1 {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+    } else {
+        tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(usize::from(threads))
+            .enable_all()
+            .build()
+    };
+    let runtime = match runtime {
         Ok(r) => r,
         Err(e) => {
             eprintln!("frontier-load: cannot start the runtime: {e}");
@@ -110,7 +122,7 @@ fn main() -> std::process::ExitCode {
         }
     };
     // An error is one line (with its causes), never a backtrace.
-    match runtime.block_on(load()) {
+    match runtime.block_on(load(matches)) {
         Ok(()) => std::process::ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("frontier-load: {e:#}");
@@ -119,8 +131,7 @@ fn main() -> std::process::ExitCode {
     }
 }
 
-async fn load() -> anyhow::Result<()> {
-    let matches = Args::command().get_matches();
+async fn load(matches: clap::ArgMatches) -> anyhow::Result<()> {
     let args = Args::from_arg_matches(&matches)?;
     let pairs_explicit = matches.value_source("pairs") == Some(ValueSource::CommandLine);
     let targets = cli::loopback_targets(&args.addrs)?;
