@@ -33,6 +33,33 @@ impl<S, B> GrpcGameSession<S, B> {
     }
 }
 
+/// What a rematch call asks for.
+enum RematchStep {
+    Offer,
+    Accept,
+    Decline,
+}
+
+impl<S: GameStore, B: EventBus> GrpcGameSession<S, B> {
+    /// The three rematch rpcs: one game, one player, one step.
+    async fn rematch(
+        &self,
+        request: Request<pb::RematchRequest>,
+        step: RematchStep,
+    ) -> Result<Response<pb::RematchResponse>, Status> {
+        let r = request.into_inner();
+        let game = game_id(&r.game_id)?;
+        let player = r.player_id.as_str();
+        let state = match step {
+            RematchStep::Offer => self.service.offer_rematch(&game, player).await,
+            RematchStep::Accept => self.service.accept_rematch(&game, player).await,
+            RematchStep::Decline => self.service.decline_rematch(&game, player).await,
+        }
+        .map_err(status)?;
+        Ok(Response::new(rematch_response(state)))
+    }
+}
+
 /// The status for an error: a refusal carries its client error code as a typed detail
 /// (`frontier_platform::grpc`); internal causes are logged, never sent.
 pub fn status(e: SessionError) -> Status {
@@ -189,14 +216,7 @@ impl<S: GameStore, B: EventBus> GameSession for GrpcGameSession<S, B> {
         &self,
         request: Request<pb::RematchRequest>,
     ) -> Result<Response<pb::RematchResponse>, Status> {
-        let r = request.into_inner();
-        let game = game_id(&r.game_id)?;
-        let state = self
-            .service
-            .offer_rematch(&game, &r.player_id)
-            .await
-            .map_err(status)?;
-        Ok(Response::new(rematch_response(state)))
+        self.rematch(request, RematchStep::Offer).await
     }
 
     #[tracing::instrument(name = "game_session.accept_rematch", skip_all)]
@@ -204,14 +224,7 @@ impl<S: GameStore, B: EventBus> GameSession for GrpcGameSession<S, B> {
         &self,
         request: Request<pb::RematchRequest>,
     ) -> Result<Response<pb::RematchResponse>, Status> {
-        let r = request.into_inner();
-        let game = game_id(&r.game_id)?;
-        let state = self
-            .service
-            .accept_rematch(&game, &r.player_id)
-            .await
-            .map_err(status)?;
-        Ok(Response::new(rematch_response(state)))
+        self.rematch(request, RematchStep::Accept).await
     }
 
     #[tracing::instrument(name = "game_session.decline_rematch", skip_all)]
@@ -219,14 +232,7 @@ impl<S: GameStore, B: EventBus> GameSession for GrpcGameSession<S, B> {
         &self,
         request: Request<pb::RematchRequest>,
     ) -> Result<Response<pb::RematchResponse>, Status> {
-        let r = request.into_inner();
-        let game = game_id(&r.game_id)?;
-        let state = self
-            .service
-            .decline_rematch(&game, &r.player_id)
-            .await
-            .map_err(status)?;
-        Ok(Response::new(rematch_response(state)))
+        self.rematch(request, RematchStep::Decline).await
     }
 
     #[tracing::instrument(name = "game_session.lapse_rematches", skip_all)]
