@@ -341,3 +341,51 @@ async fn reconnecting_to_another_gateway_resumes_without_loss_or_doubling() -> a
     p.stop().await;
     Ok(())
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_move_comes_back_to_its_mover_with_its_ack_each_version_once() -> anyhow::Result<()> {
+    let p = Platform::start(2, 2, None).await?;
+    let mut white = Client::guest(p.gateways[0], "white").await?;
+    let mut black = Client::guest(p.gateways[1], "black").await?;
+    let game = start_game(&mut white, &mut black, "standard", "white").await?;
+    let moves = ["e2e4", "e7e5", "g1f3", "b8c6", "f1c4", "g8f6"];
+    for (i, uci) in moves.iter().enumerate() {
+        let version = 3 + i as u64;
+        let (mover, other) = if i % 2 == 0 {
+            (&mut white, &mut black)
+        } else {
+            (&mut black, &mut white)
+        };
+        assert_eq!(mover.play(&game, uci).await?, version);
+        // The mover had every version before this one, so the event it caused came back
+        // with the ack, just before it (one write, not two).
+        let frames = mover.frames();
+        let at = frames
+            .iter()
+            .rposition(|f| f["type"] == "ack" && f["version"] == version)
+            .expect("the ack was read");
+        let before = &frames[at.checked_sub(1).expect("a frame before the ack")];
+        assert_eq!(
+            (&before["type"], &before["version"], &before["event"]["uci"]),
+            (&json!("event"), &json!(version), &json!(uci)),
+            "{}: the frame before the ack of v{version}",
+            mover.name
+        );
+        other.event(&game, version).await?;
+    }
+    // However it came, each version reached each player once, in order.
+    for c in [&white, &black] {
+        let versions: Vec<u64> = c
+            .frames()
+            .iter()
+            .filter(|f| f["type"] == "event" && f["game_id"] == game.as_str())
+            .filter_map(|f| f["version"].as_u64())
+            .collect();
+        // (From 2, or from 3 where the start came in the first view.)
+        let from = versions.first().copied().unwrap_or(0);
+        assert!(from == 2 || from == 3, "{}: {versions:?}", c.name);
+        assert_eq!(versions, (from..=8).collect::<Vec<u64>>(), "{}", c.name);
+    }
+    p.stop().await;
+    Ok(())
+}

@@ -348,9 +348,9 @@ impl<S: GameStore, B: EventBus> GameSession for GrpcGameSession<S, B> {
         let r = request.into_inner();
         let game = game_id(&r.game_id)?;
         let action = action_of(r.action)?;
-        let (version, duplicate) = self
+        let acted = self
             .service
-            .act(
+            .act_seen(
                 &game,
                 &r.player_id,
                 &r.client_action_id,
@@ -359,7 +359,11 @@ impl<S: GameStore, B: EventBus> GameSession for GrpcGameSession<S, B> {
             )
             .await
             .map_err(status)?;
-        Ok(Response::new(pb::ActResponse { version, duplicate }))
+        Ok(Response::new(pb::ActResponse {
+            version: acted.version,
+            duplicate: acted.duplicate,
+            frame: acted.frame.map(|f| f.to_vec()).unwrap_or_default(),
+        }))
     }
 
     #[tracing::instrument(name = "game_session.expire_clock", skip_all, fields(game = %request.get_ref().game_id))]

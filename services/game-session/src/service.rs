@@ -268,10 +268,23 @@ pub struct GameService<S, B> {
 
 const MAX_ATTEMPTS: usize = 32;
 
+/// What a player's action did.
+#[derive(Debug, Clone)]
+pub struct Acted {
+    /// The version it produced (for a repeat, the version it produced then).
+    pub version: u64,
+    /// It was applied before (by its id): nothing changed now.
+    pub duplicate: bool,
+    /// When it was stored by this call: the event frame of `version` as the acting player's
+    /// seat sees it — the frame their seat's subject carries — for the gateway to send with
+    /// the ack. None for a repeat.
+    pub frame: Option<Bytes>,
+}
+
 /// How one attempt at a player's action ended.
 enum Attempt {
-    /// Stored at this version.
-    Stored(u64),
+    /// Stored at this version, with the actor's frame of it.
+    Stored(u64, Bytes),
     /// The same action (by id) was applied before, at this version.
     Repeated(u64),
     /// A change was stored (the clock ran out first) and the action refused.
@@ -908,7 +921,7 @@ impl<S: GameStore, B: EventBus> GameService<S, B> {
         Ok(SeenView::of(&live, version, audience, self.clock.now_ms()))
     }
 
-    /// Applies a player's action.
+    /// Applies a player's action: the version it produced and whether it was a repeat.
     pub async fn act(
         &self,
         game: &GameId,
@@ -917,6 +930,21 @@ impl<S: GameStore, B: EventBus> GameService<S, B> {
         expected_version: Option<u64>,
         action: &Action,
     ) -> Result<(u64, bool), SessionError> {
+        self.act_seen(game, player_id, action_id, expected_version, action)
+            .await
+            .map(|acted| (acted.version, acted.duplicate))
+    }
+
+    /// Applies a player's action: what it did, with the actor's frame of the event it
+    /// stored.
+    pub async fn act_seen(
+        &self,
+        game: &GameId,
+        player_id: &str,
+        action_id: &str,
+        expected_version: Option<u64>,
+        action: &Action,
+    ) -> Result<Acted, SessionError> {
         if action_id.len() > frontier_protocol::MAX_ID_BYTES {
             return Err(client(ErrorCode::BadField, "id is longer than 64 bytes"));
         }
@@ -947,9 +975,21 @@ impl<S: GameStore, B: EventBus> GameService<S, B> {
                 )
                 .await;
             match tried {
-                Ok(Attempt::Stored(next)) => return Ok((next, false)),
+                Ok(Attempt::Stored(version, frame)) => {
+                    return Ok(Acted {
+                        version,
+                        duplicate: false,
+                        frame: Some(frame),
+                    });
+                }
                 Ok(Attempt::Refused(refusal)) => return Err(refusal),
-                Ok(Attempt::Repeated(version)) => return Ok((version, true)),
+                Ok(Attempt::Repeated(version)) => {
+                    return Ok(Acted {
+                        version,
+                        duplicate: true,
+                        frame: None,
+                    });
+                }
                 Ok(Attempt::LostRace) => {
                     // Another instance changed the game. Reload and decide again.
                     tokio::task::yield_now().await;
@@ -1016,7 +1056,12 @@ impl<S: GameStore, B: EventBus> GameService<S, B> {
                 {
                     self.publish(game, &live, &committed).await;
                     self.cache.put(*game, next, live);
-                    return Ok(Attempt::Stored(next));
+                    let own = committed
+                        .frames
+                        .last()
+                        .map(|f| f.for_audience(Audience::Player(seat)).clone())
+                        .unwrap_or_default();
+                    return Ok(Attempt::Stored(next, own));
                 }
             }
             Applied::TimedOut(change, refusal) => {

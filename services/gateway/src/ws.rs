@@ -87,7 +87,7 @@ struct Connection<A: Accounts> {
     state: Arc<AppState<A>>,
     out: mpsc::Sender<Message>,
     player: Option<Claims>,
-    follows: HashMap<GameId, tokio::task::JoinHandle<()>>,
+    follows: HashMap<GameId, Follow>,
     limiter: RateLimiter,
     /// This connection's id in the connection-slot sets.
     conn_id: String,
@@ -297,8 +297,8 @@ pub async fn serve<A: Accounts>(socket: WebSocket, state: Arc<AppState<A>>, clie
             }
         }
     }
-    for (_, task) in conn.follows.drain() {
-        task.abort();
+    for (_, follow) in conn.follows.drain() {
+        follow.abort();
     }
     state.limits.release(&conn.slots, &conn.conn_id).await;
     if let (Some(claims), Some(link)) = (&conn.player, &state.matchmaking) {
@@ -689,8 +689,8 @@ impl<A: Accounts> Connection<A> {
             } => self.follow(&game_id, after_version, id),
             ClientMessage::Close { game_id, .. } => {
                 if let Ok(game) = game_id.parse::<GameId>() {
-                    if let Some(task) = self.follows.remove(&game) {
-                        task.abort();
+                    if let Some(follow) = self.follows.remove(&game) {
+                        follow.abort();
                     }
                     // Closing a game leaves it: a rematch offer standing there lapses.
                     lapse_rematches(&self.state, &player.id, Some(&game), pb::LapseReason::Left)
@@ -878,7 +878,7 @@ impl<A: Accounts> Connection<A> {
             .parse::<GameId>()
             .ok()
             .and_then(|g| self.follows.get(&g))
-            .is_some_and(|task| !task.is_finished());
+            .is_some_and(|follow| !follow.is_finished());
         if !following {
             self.follow(game_id, None, None);
         }
@@ -1146,6 +1146,17 @@ impl<A: Accounts> Connection<A> {
         match sessions.act(request).await {
             Ok(r) => {
                 let r = r.into_inner();
+                // The event this action stored, as this player sees it, goes out with the
+                // ack when it is the next version this connection is owed of a game it
+                // follows (one write for both); otherwise its follower relays it as usual.
+                if !r.frame.is_empty()
+                    && let Ok(game) = game_id.parse::<GameId>()
+                    && let Some(follow) = self.follows.get(&game)
+                {
+                    follow
+                        .relayed
+                        .event(&self.out, r.version, Bytes::from(r.frame));
+                }
                 self.send(&ServerMessage::Ack {
                     id: id.map(str::to_owned),
                     game_id,
@@ -1164,7 +1175,7 @@ impl<A: Accounts> Connection<A> {
         if let Some(old) = self.follows.remove(&game) {
             old.abort();
         }
-        self.follows.retain(|_, task| !task.is_finished());
+        self.follows.retain(|_, follow| !follow.is_finished());
         if self.follows.len() >= MAX_FOLLOWS {
             return self.error(
                 id,
@@ -1176,14 +1187,143 @@ impl<A: Accounts> Connection<A> {
         let Some(claims) = &self.player else {
             return;
         };
+        let relayed = Arc::new(Relayed::default());
         let follower = Follower {
             state: self.state.clone(),
             out: self.out.clone(),
             game,
             player_id: claims.sub.to_string(),
             id: id.map(str::to_owned),
+            relayed: relayed.clone(),
         };
-        self.follows.insert(game, tokio::spawn(follower.run(after)));
+        let task = tokio::spawn(follower.run(after));
+        self.follows.insert(game, Follow { task, relayed });
+    }
+}
+
+/// A game this connection follows: the task relaying it and what it was sent of it.
+struct Follow {
+    task: tokio::task::JoinHandle<()>,
+    relayed: Arc<Relayed>,
+}
+
+impl Follow {
+    fn abort(&self) {
+        self.task.abort();
+    }
+
+    fn is_finished(&self) -> bool {
+        self.task.is_finished()
+    }
+}
+
+/// What one connection was sent of one game: the last version. Every frame of the game
+/// reaches the connection through here, under its lock — the follower's live frames and
+/// catch-ups, and the acting player's own event that comes back with an `ack` — so that
+/// whichever path brings a version first sends it and the others skip it: frames go out in
+/// version order, each once.
+#[derive(Default)]
+struct Relayed {
+    state: std::sync::Mutex<RelayState>,
+}
+
+#[derive(Default)]
+struct RelayState {
+    /// None until the follower sent its first view or catch-up.
+    last: Option<u64>,
+    /// The follower stopped (it failed, or the game ended): nothing more goes out through
+    /// here. A client told that the relay failed opens the game again after the last
+    /// version it has, and gets what follows from the new follow only.
+    stopped: bool,
+}
+
+/// What [`Relayed`] did with a frame.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Relay {
+    /// Sent: it was the next version owed.
+    Sent,
+    /// Not sent: the connection has it already.
+    Skipped,
+    /// Not sent: versions before it are missing (or nothing was sent yet).
+    Gap,
+    /// Not sent: the connection is closing (or reads too slowly).
+    Closed,
+}
+
+impl Relayed {
+    fn lock(&self) -> std::sync::MutexGuard<'_, RelayState> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The last version sent.
+    fn last(&self) -> Option<u64> {
+        self.lock().last
+    }
+
+    /// The follower stopped: nothing more is sent through here.
+    fn stop(&self) {
+        self.lock().stopped = true;
+    }
+
+    /// Sends event `version` if it is the next one the connection is owed.
+    fn event(&self, out: &mpsc::Sender<Message>, version: u64, json: Bytes) -> Relay {
+        let mut state = self.lock();
+        if state.stopped {
+            return Relay::Closed;
+        }
+        match state.last {
+            None => Relay::Gap,
+            Some(l) if version <= l => Relay::Skipped,
+            Some(l) if version == l + 1 => {
+                if relay_frame(out, json) {
+                    state.last = Some(version);
+                    Relay::Sent
+                } else {
+                    Relay::Closed
+                }
+            }
+            Some(_) => Relay::Gap,
+        }
+    }
+
+    /// Sends the `game` frame of `version` unless the connection has that version or a
+    /// later one already; `first`: the first frame of a follow, sent whatever the client
+    /// said it had (a view replaces what it had).
+    fn view(&self, out: &mpsc::Sender<Message>, version: u64, json: Bytes, first: bool) -> Relay {
+        let mut state = self.lock();
+        if state.stopped {
+            return Relay::Closed;
+        }
+        if !first && state.last.is_some_and(|l| version <= l) {
+            return Relay::Skipped;
+        }
+        if relay_frame(out, json) {
+            state.last = Some(version);
+            Relay::Sent
+        } else {
+            Relay::Closed
+        }
+    }
+
+    /// The first catch-up of a resumed follow sent events through `version`.
+    fn start_at(&self, version: u64) {
+        let mut state = self.lock();
+        if state.last.is_none_or(|l| l < version) {
+            state.last = Some(version);
+        }
+    }
+}
+
+/// Queues one relayed frame; false if the connection is closing. game-session renders
+/// frames as JSON text, so a frame that is not UTF-8 cannot occur; it would be skipped.
+fn relay_frame(out: &mpsc::Sender<Message>, json: Bytes) -> bool {
+    static RELAYED: std::sync::OnceLock<metrics::Counter> = std::sync::OnceLock::new();
+    RELAYED
+        .get_or_init(|| metrics::counter!("frontier_gateway_relayed_frames_total"))
+        .increment(1);
+    match Utf8Bytes::try_from(json) {
+        Ok(text) => deliver(out, Message::Text(text)),
+        Err(_) => true,
     }
 }
 
@@ -1194,28 +1334,19 @@ struct Follower<A: Accounts> {
     game: GameId,
     player_id: String,
     id: Option<String>,
+    relayed: Arc<Relayed>,
 }
 
 enum Step {
-    Continue(u64),
+    Continue,
     Stop,
 }
 
 impl<A: Accounts> Follower<A> {
-    /// Relays one frame; false if the connection is closing. game-session renders frames
-    /// as JSON text, so a frame that is not UTF-8 cannot occur; it would be skipped.
-    fn push(&self, json: Bytes) -> bool {
-        static RELAYED: std::sync::OnceLock<metrics::Counter> = std::sync::OnceLock::new();
-        RELAYED
-            .get_or_init(|| metrics::counter!("frontier_gateway_relayed_frames_total"))
-            .increment(1);
-        match Utf8Bytes::try_from(json) {
-            Ok(text) => deliver(&self.out, Message::Text(text)),
-            Err(_) => true,
-        }
-    }
-
+    /// Tells the client the relay failed, after closing this follow's path (so that no
+    /// frame of it follows the error: the client opens the game again from what it has).
     fn fail(&self, refusal: Refusal) {
+        self.relayed.stop();
         push(
             &self.out,
             error_message(
@@ -1227,68 +1358,103 @@ impl<A: Accounts> Follower<A> {
         );
     }
 
-    /// Sends what follows `last` (or the view); returns the new last version and seat, and
-    /// whether what it sent shows the game over.
-    async fn catch_up(&self, last: Option<u64>) -> Result<(u64, i32, bool), Refusal> {
+    /// The first catch-up of the follow: the view, or — the client resuming after a version
+    /// it has — what follows that version. The seat, and whether what it sent shows the
+    /// game over.
+    async fn catch_up_first(&self, after: Option<u64>) -> Result<(i32, bool), Refusal> {
         let mut sessions = self.state.sessions.clone();
         let game_id = self.game.to_string();
-        match last {
-            None => {
-                let view = sessions
-                    .get_view(pb::GetViewRequest {
-                        game_id,
-                        player_id: self.player_id.clone(),
-                    })
-                    .await?
-                    .into_inner();
-                let ended = view.ended;
-                self.push(Bytes::from(view.frame));
-                Ok((view.version, view.seat, ended))
+        let Some(after) = after else {
+            let view = sessions
+                .get_view(pb::GetViewRequest {
+                    game_id,
+                    player_id: self.player_id.clone(),
+                })
+                .await?
+                .into_inner();
+            self.relayed
+                .view(&self.out, view.version, Bytes::from(view.frame), true);
+            return Ok((view.seat, view.ended));
+        };
+        let resume = sessions
+            .resume(pb::ResumeRequest {
+                game_id,
+                player_id: self.player_id.clone(),
+                after_version: after,
+                max_events: 0,
+            })
+            .await?
+            .into_inner();
+        let seat = resume.seat;
+        match resume.result {
+            Some(pb::resume_response::Result::Events(events)) => {
+                self.relayed.start_at(after);
+                Ok((seat, self.relay_events(events.frames)))
             }
-            Some(after) => {
-                let resume = sessions
-                    .resume(pb::ResumeRequest {
-                        game_id,
-                        player_id: self.player_id.clone(),
-                        after_version: after,
-                        max_events: 0,
-                    })
-                    .await?
-                    .into_inner();
-                let seat = resume.seat;
-                let mut last = after;
-                let mut ended = false;
-                match resume.result {
-                    Some(pb::resume_response::Result::Events(events)) => {
-                        for frame in events.frames {
-                            if frame.version > last {
-                                last = frame.version;
-                                ended |= frame.ended;
-                                if !self.push(Bytes::from(frame.json)) {
-                                    break;
-                                }
-                            }
-                        }
-                    }
-                    Some(pb::resume_response::Result::View(view)) => {
-                        last = view.version;
-                        ended = view.ended;
-                        self.push(Bytes::from(view.frame));
-                    }
-                    None => {}
-                }
-                Ok((last, seat, ended))
+            Some(pb::resume_response::Result::View(view)) => {
+                self.relayed
+                    .view(&self.out, view.version, Bytes::from(view.frame), true);
+                Ok((seat, view.ended))
+            }
+            None => {
+                self.relayed.start_at(after);
+                Ok((seat, false))
             }
         }
+    }
+
+    /// Sends, in order, the logged events the connection does not have yet; whether they
+    /// show the game over (an ending event sent now or before).
+    fn relay_events(&self, frames: Vec<pb::Frame>) -> bool {
+        let mut ended = false;
+        for frame in frames {
+            match self
+                .relayed
+                .event(&self.out, frame.version, Bytes::from(frame.json))
+            {
+                Relay::Sent | Relay::Skipped => ended |= frame.ended,
+                Relay::Gap | Relay::Closed => break,
+            }
+        }
+        ended
+    }
+
+    /// What follows the last version sent (or, when that is too far behind, the view):
+    /// the seat, and whether the game is over.
+    async fn catch_up(&self) -> Result<(i32, bool), Refusal> {
+        let Some(after) = self.relayed.last() else {
+            return self.catch_up_first(None).await;
+        };
+        let mut sessions = self.state.sessions.clone();
+        let resume = sessions
+            .resume(pb::ResumeRequest {
+                game_id: self.game.to_string(),
+                player_id: self.player_id.clone(),
+                after_version: after,
+                max_events: 0,
+            })
+            .await?
+            .into_inner();
+        let seat = resume.seat;
+        let ended = match resume.result {
+            Some(pb::resume_response::Result::Events(events)) => self.relay_events(events.frames),
+            Some(pb::resume_response::Result::View(view)) => {
+                self.relayed
+                    .view(&self.out, view.version, Bytes::from(view.frame), false);
+                view.ended
+            }
+            None => false,
+        };
+        Ok((seat, ended))
     }
 
     /// A catch-up while following: a read, safe to repeat, so a game-session that is
     /// unreachable or died mid-call (a crash, a restart) is asked again a few times, about
     /// 6 s in all, before the client is told (`unavailable`: open the game again).
-    async fn catch_up_again(&self, last: u64) -> Result<(u64, i32, bool), Refusal> {
+    async fn catch_up_again(&self) -> Result<(i32, bool), Refusal> {
         let mut delay = std::time::Duration::from_millis(100);
         for _ in 0..6 {
-            match self.catch_up(Some(last)).await {
+            match self.catch_up().await {
                 Err(r) if matches!(r.code, ErrorCode::Unavailable | ErrorCode::Internal) => {
                     tokio::time::sleep(delay).await;
                     delay *= 2;
@@ -1296,7 +1462,7 @@ impl<A: Accounts> Follower<A> {
                 other => return other,
             }
         }
-        self.catch_up(Some(last)).await
+        self.catch_up().await
     }
 
     /// The game has a second player or is over: if it was one of the player's waiting
@@ -1308,14 +1474,25 @@ impl<A: Accounts> Follower<A> {
             .await;
     }
 
+    /// Whether the last version sent shows the board no longer waiting (versions after 1,
+    /// the creation).
+    fn past_waiting(&self) -> bool {
+        self.relayed.last().is_some_and(|l| l >= 2)
+    }
+
     async fn run(self, after: Option<u64>) {
-        let (mut last, seat) = match self.catch_up(after).await {
-            Ok((_, _, true)) => return self.left_waiting().await,
-            Ok((last, seat, false)) => (last, seat),
+        self.relay(after).await;
+        self.relayed.stop();
+    }
+
+    /// The relay of [`run`](Self::run), until it stops.
+    async fn relay(&self, after: Option<u64>) {
+        let seat = match self.catch_up_first(after).await {
+            Ok((_, true)) => return self.left_waiting().await,
+            Ok((seat, false)) => seat,
             Err(refusal) => return self.fail(refusal),
         };
-        // Versions after 1 (creation) mean the board no longer waits.
-        let mut waiting = last < 2;
+        let mut waiting = !self.past_waiting();
         if !waiting {
             self.left_waiting().await;
         }
@@ -1332,9 +1509,9 @@ impl<A: Accounts> Follower<A> {
             }
         };
         // Anything published between the first read and the subscription.
-        match self.catch_up(Some(last)).await {
-            Ok((_, _, true)) => return self.left_waiting().await,
-            Ok((v, _, false)) => last = v,
+        match self.catch_up().await {
+            Ok((_, true)) => return self.left_waiting().await,
+            Ok((_, false)) => {}
             Err(refusal) => return self.fail(refusal),
         }
         // A seated player's presence, for claims in games without clock. On the same tick,
@@ -1354,9 +1531,9 @@ impl<A: Accounts> Follower<A> {
                         self.heartbeat().await;
                     }
                     if !heard {
-                        match self.catch_up_again(last).await {
-                            Ok((_, _, true)) => return,
-                            Ok((v, _, false)) => last = v,
+                        match self.catch_up_again().await {
+                            Ok((_, true)) => return,
+                            Ok((_, false)) => {}
                             Err(r) => return self.fail(r),
                         }
                     }
@@ -1372,25 +1549,15 @@ impl<A: Accounts> Follower<A> {
                         self.left_waiting().await;
                     }
                     let span = relay_span(&self.game, &frame);
-                    self.on_frame(last, frame).instrument(span).await
+                    self.on_frame(frame).instrument(span).await
                 }
-                Err(broadcast::error::RecvError::Lagged(_)) => {
-                    match self.catch_up_again(last).await {
-                        Ok((_, _, true)) => Step::Stop,
-                        Ok((v, _, false)) => Step::Continue(v),
-                        Err(r) => {
-                            self.fail(r);
-                            Step::Stop
-                        }
-                    }
-                }
+                Err(broadcast::error::RecvError::Lagged(_)) => self.catch_up_step().await,
                 Err(broadcast::error::RecvError::Closed) => Step::Stop,
             };
-            match step {
-                Step::Continue(v) => last = v,
-                Step::Stop => return,
+            if let Step::Stop = step {
+                return;
             }
-            if waiting && last >= 2 {
+            if waiting && self.past_waiting() {
                 waiting = false;
                 self.left_waiting().await;
             }
@@ -1413,28 +1580,28 @@ impl<A: Accounts> Follower<A> {
         }
     }
 
-    async fn on_frame(&self, last: u64, frame: crate::hub::Frame) -> Step {
-        if frame.version <= last {
-            return Step::Continue(last);
-        }
-        if frame.version == last + 1 {
-            // A game that ended changes no more: stop following it (frees the subscription
-            // and the connection's follow slot).
-            let ended = frame.ended;
-            return if self.push(frame.json) && !ended {
-                Step::Continue(frame.version)
-            } else {
-                Step::Stop
-            };
-        }
-        // A gap: fetch what was missed, in order (this includes the frame at hand).
-        match self.catch_up_again(last).await {
-            Ok((_, _, true)) => Step::Stop,
-            Ok((v, _, false)) => Step::Continue(v),
+    /// A catch-up from the log, as a step of the relay.
+    async fn catch_up_step(&self) -> Step {
+        match self.catch_up_again().await {
+            Ok((_, true)) => Step::Stop,
+            Ok((_, false)) => Step::Continue,
             Err(r) => {
                 self.fail(r);
                 Step::Stop
             }
+        }
+    }
+
+    async fn on_frame(&self, frame: crate::hub::Frame) -> Step {
+        // A game that ended changes no more: once its ending event was sent (now, or before
+        // by another path) the follow stops, freeing the subscription and the connection's
+        // follow slot.
+        match self.relayed.event(&self.out, frame.version, frame.json) {
+            Relay::Sent | Relay::Skipped if frame.ended => Step::Stop,
+            Relay::Sent | Relay::Skipped => Step::Continue,
+            Relay::Closed => Step::Stop,
+            // A gap: fetch what was missed, in order (this includes the frame at hand).
+            Relay::Gap => self.catch_up_step().await,
         }
     }
 }
@@ -1502,6 +1669,62 @@ pub const DEFAULT_AUTH_TIMEOUT: Duration = Duration::from_secs(10);
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn versions_sent(rx: &mut mpsc::Receiver<Message>) -> Vec<String> {
+        std::iter::from_fn(|| rx.try_recv().ok())
+            .map(|m| match m {
+                Message::Text(t) => t.as_str().to_owned(),
+                other => format!("{other:?}"),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_game_reaches_a_connection_in_version_order_each_version_once_by_any_path() {
+        let (out, mut rx) = mpsc::channel(16);
+        let relayed = Relayed::default();
+        let frame = |v: u64| Bytes::from(format!("v{v}"));
+        // Nothing goes out before the follow's first frame.
+        assert_eq!(relayed.event(&out, 1, frame(1)), Relay::Gap);
+        assert_eq!(relayed.view(&out, 3, frame(3), true), Relay::Sent);
+        // The next version, by whichever path comes first; the other path skips it.
+        assert_eq!(relayed.event(&out, 4, frame(4)), Relay::Sent);
+        assert_eq!(relayed.event(&out, 4, frame(4)), Relay::Skipped);
+        assert_eq!(relayed.event(&out, 2, frame(2)), Relay::Skipped);
+        // A version after a missing one waits for the catch-up.
+        assert_eq!(relayed.event(&out, 6, frame(6)), Relay::Gap);
+        assert_eq!(relayed.event(&out, 5, frame(5)), Relay::Sent);
+        assert_eq!(relayed.event(&out, 6, frame(6)), Relay::Sent);
+        // A view the connection is past is not sent again; a newer one is.
+        assert_eq!(relayed.view(&out, 6, frame(6), false), Relay::Skipped);
+        assert_eq!(relayed.view(&out, 9, frame(9), false), Relay::Sent);
+        assert_eq!(relayed.last(), Some(9));
+        assert_eq!(versions_sent(&mut rx), ["v3", "v4", "v5", "v6", "v9"]);
+        // A stopped follow sends nothing more.
+        let stopped = Relayed::default();
+        assert_eq!(stopped.view(&out, 3, frame(3), true), Relay::Sent);
+        stopped.stop();
+        assert_eq!(stopped.event(&out, 4, frame(4)), Relay::Closed);
+        assert_eq!(stopped.view(&out, 5, frame(5), false), Relay::Closed);
+        assert_eq!(versions_sent(&mut rx), ["v3"]);
+        // A closing connection takes nothing and the version stays.
+        drop(rx);
+        assert_eq!(relayed.event(&out, 10, frame(10)), Relay::Closed);
+        assert_eq!(relayed.last(), Some(9));
+    }
+
+    #[test]
+    fn a_resumed_follow_starts_after_what_the_client_has() {
+        let (out, mut rx) = mpsc::channel(16);
+        let relayed = Relayed::default();
+        relayed.start_at(7);
+        assert_eq!(relayed.event(&out, 7, Bytes::from("v7")), Relay::Skipped);
+        assert_eq!(relayed.event(&out, 8, Bytes::from("v8")), Relay::Sent);
+        // Starting again never goes back.
+        relayed.start_at(5);
+        assert_eq!(relayed.last(), Some(8));
+        assert_eq!(versions_sent(&mut rx), ["v8"]);
+    }
 
     #[test]
     fn the_bucket_allows_a_burst_then_refills() {
