@@ -363,6 +363,7 @@ impl<S: GameStore, B: EventBus> GameSession for GrpcGameSession<S, B> {
             version: acted.version,
             duplicate: acted.duplicate,
             frame: acted.frame.map(|f| f.to_vec()).unwrap_or_default(),
+            ended: acted.ended,
         }))
     }
 

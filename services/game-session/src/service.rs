@@ -279,12 +279,14 @@ pub struct Acted {
     /// seat sees it — the frame their seat's subject carries — for the gateway to send with
     /// the ack. None for a repeat.
     pub frame: Option<Bytes>,
+    /// The action ended the game (stored by this call).
+    pub ended: bool,
 }
 
 /// How one attempt at a player's action ended.
 enum Attempt {
-    /// Stored at this version, with the actor's frame of it.
-    Stored(u64, Bytes),
+    /// Stored at this version, with the actor's frame of it and whether it ended the game.
+    Stored(u64, Bytes, bool),
     /// The same action (by id) was applied before, at this version.
     Repeated(u64),
     /// A change was stored (the clock ran out first) and the action refused.
@@ -975,11 +977,12 @@ impl<S: GameStore, B: EventBus> GameService<S, B> {
                 )
                 .await;
             match tried {
-                Ok(Attempt::Stored(version, frame)) => {
+                Ok(Attempt::Stored(version, frame, ended)) => {
                     return Ok(Acted {
                         version,
                         duplicate: false,
                         frame: Some(frame),
+                        ended,
                     });
                 }
                 Ok(Attempt::Refused(refusal)) => return Err(refusal),
@@ -988,6 +991,7 @@ impl<S: GameStore, B: EventBus> GameService<S, B> {
                         version,
                         duplicate: true,
                         frame: None,
+                        ended: false,
                     });
                 }
                 Ok(Attempt::LostRace) => {
@@ -1055,13 +1059,14 @@ impl<S: GameStore, B: EventBus> GameService<S, B> {
                 if let Some(committed) = self.commit(game, version, &mut live, &change, now).await?
                 {
                     self.publish(game, &live, &committed).await;
+                    let ended = live.is_finished();
                     self.cache.put(*game, next, live);
                     let own = committed
                         .frames
                         .last()
                         .map(|f| f.for_audience(Audience::Player(seat)).clone())
                         .unwrap_or_default();
-                    return Ok(Attempt::Stored(next, own));
+                    return Ok(Attempt::Stored(next, own, ended));
                 }
             }
             Applied::TimedOut(change, refusal) => {

@@ -1143,20 +1143,32 @@ impl<A: Accounts> Connection<A> {
             action: Some(action),
         };
         let mut sessions = self.state.sessions.clone();
-        match sessions.act(request).await {
+        // While the action is in flight, the game's live frames wait for its answer: the
+        // event it stores (published before the answer comes) then goes out with the ack,
+        // which carries it, in one write.
+        let relayed = game_id
+            .parse::<GameId>()
+            .ok()
+            .and_then(|g| self.follows.get(&g))
+            .map(|f| f.relayed.clone());
+        if let Some(relayed) = &relayed {
+            relayed.begin_action();
+        }
+        let answer = sessions.act(request).await;
+        if let Some(relayed) = &relayed {
+            let stored = match &answer {
+                Ok(r) if !r.get_ref().frame.is_empty() => Some((
+                    r.get_ref().version,
+                    Bytes::copy_from_slice(&r.get_ref().frame),
+                    r.get_ref().ended,
+                )),
+                _ => None,
+            };
+            relayed.end_action(&self.out, stored);
+        }
+        match answer {
             Ok(r) => {
                 let r = r.into_inner();
-                // The event this action stored, as this player sees it, goes out with the
-                // ack when it is the next version this connection is owed of a game it
-                // follows (one write for both); otherwise its follower relays it as usual.
-                if !r.frame.is_empty()
-                    && let Ok(game) = game_id.parse::<GameId>()
-                    && let Some(follow) = self.follows.get(&game)
-                {
-                    follow
-                        .relayed
-                        .event(&self.out, r.version, Bytes::from(r.frame));
-                }
                 self.send(&ServerMessage::Ack {
                     id: id.map(str::to_owned),
                     game_id,
@@ -1235,7 +1247,22 @@ struct RelayState {
     /// here. A client told that the relay failed opens the game again after the last
     /// version it has, and gets what follows from the new follow only.
     stopped: bool,
+    /// This connection's action on the game is in flight: live frames are held (in
+    /// version order) until its answer, and go out with the ack and the event it carries
+    /// — one write, where the event (published before the answer) would usually have gone
+    /// out alone just before it.
+    acting: bool,
+    held: Vec<Held>,
+    /// An event that ended the game was sent: the follow is over.
+    ended: bool,
 }
+
+/// A frame held for the answer of an action: version, frame, whether it ends the game.
+type Held = (u64, Bytes, bool);
+
+/// Live frames held for one action at the most (a bot's reply, a flag; more than this are
+/// left to the follower's catch-up).
+const MAX_HELD: usize = 8;
 
 /// What [`Relayed`] did with a frame.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -1246,6 +1273,8 @@ enum Relay {
     Skipped,
     /// Not sent: versions before it are missing (or nothing was sent yet).
     Gap,
+    /// Not sent yet: held until this connection's action on the game is answered.
+    Held,
     /// Not sent: the connection is closing (or reads too slowly).
     Closed,
 }
@@ -1266,8 +1295,20 @@ impl Relayed {
     }
 
     /// Sends event `version` if it is the next one the connection is owed.
-    fn event(&self, out: &mpsc::Sender<Message>, version: u64, json: Bytes) -> Relay {
-        let mut state = self.lock();
+    fn event(&self, out: &mpsc::Sender<Message>, version: u64, json: Bytes, ended: bool) -> Relay {
+        Self::send_event(&mut self.lock(), out, (version, json, ended))
+    }
+
+    /// Whether an event that ended the game was sent.
+    fn ended(&self) -> bool {
+        self.lock().ended
+    }
+
+    fn send_event(
+        state: &mut RelayState,
+        out: &mpsc::Sender<Message>,
+        (version, json, ended): Held,
+    ) -> Relay {
         if state.stopped {
             return Relay::Closed;
         }
@@ -1277,12 +1318,55 @@ impl Relayed {
             Some(l) if version == l + 1 => {
                 if relay_frame(out, json) {
                     state.last = Some(version);
+                    state.ended |= ended;
                     Relay::Sent
                 } else {
                     Relay::Closed
                 }
             }
             Some(_) => Relay::Gap,
+        }
+    }
+
+    /// A live frame: held while this connection's action on the game is in flight (see
+    /// [`RelayState::acting`]), else sent as [`event`](Self::event) sends.
+    fn live(&self, out: &mpsc::Sender<Message>, version: u64, json: Bytes, ended: bool) -> Relay {
+        let mut state = self.lock();
+        let newer = state.last.is_some_and(|l| version > l);
+        if state.acting && newer && !state.stopped && state.held.len() < MAX_HELD {
+            let at = state.held.partition_point(|(v, _, _)| *v < version);
+            if state.held.get(at).is_none_or(|(v, _, _)| *v != version) {
+                state.held.insert(at, (version, json, ended));
+            }
+            return Relay::Held;
+        }
+        Self::send_event(&mut state, out, (version, json, ended))
+    }
+
+    /// This connection's action on the game goes to game-session.
+    fn begin_action(&self) {
+        let mut state = self.lock();
+        state.acting = true;
+    }
+
+    /// Its answer came (with the event it stored, if it stored one): every held frame
+    /// and that event go out in version order, each once; what does not follow on from
+    /// the last version sent is dropped (the follower's next frame or heartbeat catches it
+    /// up from the log).
+    fn end_action(&self, out: &mpsc::Sender<Message>, stored: Option<Held>) {
+        let mut state = self.lock();
+        state.acting = false;
+        let mut frames = std::mem::take(&mut state.held);
+        if let Some(stored) = stored {
+            let at = frames.partition_point(|(v, _, _)| *v < stored.0);
+            if frames.get(at).is_none_or(|(v, _, _)| *v != stored.0) {
+                frames.insert(at, stored);
+            }
+        }
+        for frame in frames {
+            if Self::send_event(&mut state, out, frame) == Relay::Gap {
+                break;
+            }
         }
     }
 
@@ -1408,12 +1492,14 @@ impl<A: Accounts> Follower<A> {
     fn relay_events(&self, frames: Vec<pb::Frame>) -> bool {
         let mut ended = false;
         for frame in frames {
-            match self
-                .relayed
-                .event(&self.out, frame.version, Bytes::from(frame.json))
-            {
+            match self.relayed.event(
+                &self.out,
+                frame.version,
+                Bytes::from(frame.json),
+                frame.ended,
+            ) {
                 Relay::Sent | Relay::Skipped => ended |= frame.ended,
-                Relay::Gap | Relay::Closed => break,
+                Relay::Gap | Relay::Closed | Relay::Held => break,
             }
         }
         ended
@@ -1557,6 +1643,9 @@ impl<A: Accounts> Follower<A> {
             if let Step::Stop = step {
                 return;
             }
+            if self.relayed.ended() {
+                return self.left_waiting().await;
+            }
             if waiting && self.past_waiting() {
                 waiting = false;
                 self.left_waiting().await;
@@ -1596,9 +1685,14 @@ impl<A: Accounts> Follower<A> {
         // A game that ended changes no more: once its ending event was sent (now, or before
         // by another path) the follow stops, freeing the subscription and the connection's
         // follow slot.
-        match self.relayed.event(&self.out, frame.version, frame.json) {
+        match self
+            .relayed
+            .live(&self.out, frame.version, frame.json, frame.ended)
+        {
             Relay::Sent | Relay::Skipped if frame.ended => Step::Stop,
-            Relay::Sent | Relay::Skipped => Step::Continue,
+            // A held frame goes out with the ack (and a follow whose game ended that way
+            // stops at its next step: see `relay`).
+            Relay::Sent | Relay::Skipped | Relay::Held => Step::Continue,
             Relay::Closed => Step::Stop,
             // A gap: fetch what was missed, in order (this includes the frame at hand).
             Relay::Gap => self.catch_up_step().await,
@@ -1685,16 +1779,16 @@ mod tests {
         let relayed = Relayed::default();
         let frame = |v: u64| Bytes::from(format!("v{v}"));
         // Nothing goes out before the follow's first frame.
-        assert_eq!(relayed.event(&out, 1, frame(1)), Relay::Gap);
+        assert_eq!(relayed.event(&out, 1, frame(1), false), Relay::Gap);
         assert_eq!(relayed.view(&out, 3, frame(3), true), Relay::Sent);
         // The next version, by whichever path comes first; the other path skips it.
-        assert_eq!(relayed.event(&out, 4, frame(4)), Relay::Sent);
-        assert_eq!(relayed.event(&out, 4, frame(4)), Relay::Skipped);
-        assert_eq!(relayed.event(&out, 2, frame(2)), Relay::Skipped);
+        assert_eq!(relayed.event(&out, 4, frame(4), false), Relay::Sent);
+        assert_eq!(relayed.event(&out, 4, frame(4), false), Relay::Skipped);
+        assert_eq!(relayed.event(&out, 2, frame(2), false), Relay::Skipped);
         // A version after a missing one waits for the catch-up.
-        assert_eq!(relayed.event(&out, 6, frame(6)), Relay::Gap);
-        assert_eq!(relayed.event(&out, 5, frame(5)), Relay::Sent);
-        assert_eq!(relayed.event(&out, 6, frame(6)), Relay::Sent);
+        assert_eq!(relayed.event(&out, 6, frame(6), false), Relay::Gap);
+        assert_eq!(relayed.event(&out, 5, frame(5), false), Relay::Sent);
+        assert_eq!(relayed.event(&out, 6, frame(6), false), Relay::Sent);
         // A view the connection is past is not sent again; a newer one is.
         assert_eq!(relayed.view(&out, 6, frame(6), false), Relay::Skipped);
         assert_eq!(relayed.view(&out, 9, frame(9), false), Relay::Sent);
@@ -1704,13 +1798,45 @@ mod tests {
         let stopped = Relayed::default();
         assert_eq!(stopped.view(&out, 3, frame(3), true), Relay::Sent);
         stopped.stop();
-        assert_eq!(stopped.event(&out, 4, frame(4)), Relay::Closed);
+        assert_eq!(stopped.event(&out, 4, frame(4), false), Relay::Closed);
         assert_eq!(stopped.view(&out, 5, frame(5), false), Relay::Closed);
         assert_eq!(versions_sent(&mut rx), ["v3"]);
         // A closing connection takes nothing and the version stays.
         drop(rx);
-        assert_eq!(relayed.event(&out, 10, frame(10)), Relay::Closed);
+        assert_eq!(relayed.event(&out, 10, frame(10), false), Relay::Closed);
         assert_eq!(relayed.last(), Some(9));
+    }
+
+    #[test]
+    fn live_frames_wait_for_the_answer_of_an_action_and_go_out_with_its_event() {
+        let (out, mut rx) = mpsc::channel(16);
+        let relayed = Relayed::default();
+        let frame = |v: u64| Bytes::from(format!("v{v}"));
+        assert_eq!(relayed.view(&out, 2, frame(2), true), Relay::Sent);
+        relayed.begin_action();
+        // The action's event comes live before the answer (and the bot's reply after it).
+        assert_eq!(relayed.live(&out, 3, frame(3), false), Relay::Held);
+        assert_eq!(relayed.live(&out, 4, frame(4), false), Relay::Held);
+        assert_eq!(versions_sent(&mut rx), ["v2"], "only the view so far");
+        relayed.end_action(&out, Some((3, frame(3), false)));
+        assert_eq!(versions_sent(&mut rx), ["v3", "v4"], "each once, in order");
+        // Nothing held, or the answer first: the event goes with it, and live skips it.
+        relayed.begin_action();
+        relayed.end_action(&out, Some((5, frame(5), true)));
+        assert_eq!(relayed.live(&out, 5, frame(5), true), Relay::Skipped);
+        assert!(relayed.ended(), "the event that ended the game was sent");
+        // An action that failed releases what was held.
+        let other = Relayed::default();
+        assert_eq!(other.view(&out, 7, frame(7), true), Relay::Sent);
+        other.begin_action();
+        assert_eq!(other.live(&out, 8, frame(8), false), Relay::Held);
+        other.end_action(&out, None);
+        // A held frame after a missing one is left to the catch-up.
+        other.begin_action();
+        assert_eq!(other.live(&out, 10, frame(10), false), Relay::Held);
+        other.end_action(&out, None);
+        assert_eq!(other.last(), Some(8));
+        assert_eq!(versions_sent(&mut rx), ["v5", "v7", "v8"]);
     }
 
     #[test]
@@ -1718,8 +1844,14 @@ mod tests {
         let (out, mut rx) = mpsc::channel(16);
         let relayed = Relayed::default();
         relayed.start_at(7);
-        assert_eq!(relayed.event(&out, 7, Bytes::from("v7")), Relay::Skipped);
-        assert_eq!(relayed.event(&out, 8, Bytes::from("v8")), Relay::Sent);
+        assert_eq!(
+            relayed.event(&out, 7, Bytes::from("v7"), false),
+            Relay::Skipped
+        );
+        assert_eq!(
+            relayed.event(&out, 8, Bytes::from("v8"), false),
+            Relay::Sent
+        );
         // Starting again never goes back.
         relayed.start_at(5);
         assert_eq!(relayed.last(), Some(8));

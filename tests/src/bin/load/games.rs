@@ -334,12 +334,16 @@ async fn play(
         *d = (*d).max(Instant::now());
     }
     let mut ply = 0u32;
+    // The last version each side's own connection delivered (a side moves only once the
+    // opponent's move reached it there, as a real player does).
+    let mut seen = [view.version, view.version];
     while !view.over {
-        let mover = if view.turn == "white" {
-            &mut *white
-        } else {
-            &mut *black
-        };
+        let side = usize::from(view.turn != "white");
+        let mover = if side == 0 { &mut *white } else { &mut *black };
+        if seen[side] < view.version {
+            wait_for(mover, &view.game_id, view.version).await?;
+            seen[side] = view.version;
+        }
         if ply >= max_plies || run.stopping() {
             let id = format!("r{n}");
             let resign = json!({"type": "resign", "id": id, "game_id": view.game_id});
@@ -359,9 +363,29 @@ async fn play(
             *d += every;
         }
         events.iter().for_each(|e| view.update(e));
+        seen[side] = seen[side].max(view.version);
         ply += 1;
     }
     Ok(())
+}
+
+/// Reads `ws` until it delivered the event of `version` of `game_id` (or a later one).
+async fn wait_for(ws: &mut Ws, game_id: &str, version: u64) -> anyhow::Result<()> {
+    loop {
+        let raw = client::next_text(ws).await?;
+        let f: client::Frame<'_> = serde_json::from_str(&raw)
+            .with_context(|| format!("a frame the tool cannot read: {}", raw.as_str()))?;
+        match f.kind {
+            "event" if f.game_id == Some(game_id) && f.version.is_some_and(|v| v >= version) => {
+                return Ok(());
+            }
+            "error" if f.id.is_none() => {
+                let code = f.code.unwrap_or("error").to_owned();
+                return Err(ServerError(code, serde_json::from_str(&raw)?).into());
+            }
+            _ => {}
+        }
+    }
 }
 
 /// One guest playing the computer (level easy, White) game after game: its moves' round
