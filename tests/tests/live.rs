@@ -389,3 +389,45 @@ async fn a_move_comes_back_to_its_mover_with_its_ack_each_version_once() -> anyh
     p.stop().await;
     Ok(())
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_game_its_player_ended_stops_counting_as_followed() -> anyhow::Result<()> {
+    // The ending event of a player's own resignation goes out with the ack, not live: the
+    // follow must end all the same, or a connection that finished MAX_FOLLOWS games could
+    // open no more (its next board's view would never come).
+    let games = frontier_gateway::ws::MAX_FOLLOWS + 3;
+    let p = Platform::start_with(
+        1,
+        1,
+        None,
+        &[],
+        &[("--board-limit", "100/1m"), ("--ws-rate", "1000")],
+    )
+    .await?;
+    let mut white = Client::guest(p.gateways[0], "white").await?;
+    let mut black = Client::guest(p.gateways[0], "black").await?;
+    for n in 0..games {
+        let game = start_game(&mut white, &mut black, "standard", "white").await?;
+        let id = format!("r{n}");
+        white
+            .send(json!({"type": "resign", "id": id, "game_id": game}))
+            .await?;
+        let v = white.ack(&id).await?["version"]
+            .as_u64()
+            .unwrap_or_default();
+        let end = black.event(&game, v).await?;
+        assert_eq!(end["outcome"]["reason"], "resignation", "game {n}");
+        // The resigning side had its ending event too, just before the ack.
+        let frames = white.frames();
+        assert!(
+            frames.iter().any(|f| f["type"] == "event"
+                && f["game_id"] == game.as_str()
+                && f["version"] == v),
+            "game {n}: the resigning side's ending event"
+        );
+        white.discard_unread();
+        black.discard_unread();
+    }
+    p.stop().await;
+    Ok(())
+}

@@ -1187,7 +1187,13 @@ impl<A: Accounts> Connection<A> {
         if let Some(old) = self.follows.remove(&game) {
             old.abort();
         }
-        self.follows.retain(|_, follow| !follow.is_finished());
+        self.follows.retain(|_, follow| {
+            let over = follow.is_finished();
+            if over {
+                follow.abort();
+            }
+            !over
+        });
         if self.follows.len() >= MAX_FOLLOWS {
             return self.error(
                 id,
@@ -1224,8 +1230,10 @@ impl Follow {
         self.task.abort();
     }
 
+    /// The relay stopped, or the game's ending event went out (by any path: the follower
+    /// is on its way out, and the follow no longer counts).
     fn is_finished(&self) -> bool {
-        self.task.is_finished()
+        self.task.is_finished() || self.relayed.ended()
     }
 }
 
@@ -1237,6 +1245,9 @@ impl Follow {
 #[derive(Default)]
 struct Relayed {
     state: std::sync::Mutex<RelayState>,
+    /// Told when an ending event went out, so that a follower waiting for live frames
+    /// (none come after the end) stops at once — also when the event went out with an ack.
+    over: tokio::sync::Notify,
 }
 
 #[derive(Default)]
@@ -1296,7 +1307,7 @@ impl Relayed {
 
     /// Sends event `version` if it is the next one the connection is owed.
     fn event(&self, out: &mpsc::Sender<Message>, version: u64, json: Bytes, ended: bool) -> Relay {
-        Self::send_event(&mut self.lock(), out, (version, json, ended))
+        Self::send_event(&mut self.lock(), &self.over, out, (version, json, ended))
     }
 
     /// Whether an event that ended the game was sent.
@@ -1306,6 +1317,7 @@ impl Relayed {
 
     fn send_event(
         state: &mut RelayState,
+        over: &tokio::sync::Notify,
         out: &mpsc::Sender<Message>,
         (version, json, ended): Held,
     ) -> Relay {
@@ -1318,7 +1330,11 @@ impl Relayed {
             Some(l) if version == l + 1 => {
                 if relay_frame(out, json) {
                     state.last = Some(version);
-                    state.ended |= ended;
+                    if ended && !state.ended {
+                        state.ended = true;
+                        // A permit is stored when the follower is not waiting yet.
+                        over.notify_one();
+                    }
                     Relay::Sent
                 } else {
                     Relay::Closed
@@ -1340,7 +1356,7 @@ impl Relayed {
             }
             return Relay::Held;
         }
-        Self::send_event(&mut state, out, (version, json, ended))
+        Self::send_event(&mut state, &self.over, out, (version, json, ended))
     }
 
     /// This connection's action on the game goes to game-session.
@@ -1364,7 +1380,7 @@ impl Relayed {
             }
         }
         for frame in frames {
-            if Self::send_event(&mut state, out, frame) == Relay::Gap {
+            if Self::send_event(&mut state, &self.over, out, frame) == Relay::Gap {
                 break;
             }
         }
@@ -1612,6 +1628,8 @@ impl<A: Accounts> Follower<A> {
         loop {
             let received = tokio::select! {
                 r = rx.recv() => r,
+                // The ending event went out another way (with an ack).
+                _ = self.relayed.over.notified() => return self.left_waiting().await,
                 _ = heartbeat.tick() => {
                     if seated {
                         self.heartbeat().await;
@@ -1763,6 +1781,7 @@ pub const DEFAULT_AUTH_TIMEOUT: Duration = Duration::from_secs(10);
 #[cfg(test)]
 mod tests {
     use super::*;
+    use futures_util::FutureExt as _;
 
     fn versions_sent(rx: &mut mpsc::Receiver<Message>) -> Vec<String> {
         std::iter::from_fn(|| rx.try_recv().ok())
@@ -1825,6 +1844,11 @@ mod tests {
         relayed.end_action(&out, Some((5, frame(5), true)));
         assert_eq!(relayed.live(&out, 5, frame(5), true), Relay::Skipped);
         assert!(relayed.ended(), "the event that ended the game was sent");
+        // ... and the follower, waiting for live frames that will not come, is told.
+        assert!(
+            relayed.over.notified().now_or_never().is_some(),
+            "an ending event sent with the ack wakes the follower"
+        );
         // An action that failed releases what was held.
         let other = Relayed::default();
         assert_eq!(other.view(&out, 7, frame(7), true), Relay::Sent);
