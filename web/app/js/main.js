@@ -12,6 +12,11 @@ import { verifyShuffle } from './sha256.js';
 // The quick-match form's choices: the lobby is drawn again whenever something changes (a
 // reconnect's `status`, a board, a game), and a choice made before that must stay.
 const seekChoice = { variant: 'standard', pool: '5+0', rated: false };
+// What the player chose in the other lobby forms: the lobby is drawn again whenever the
+// state it shows changes (the connection, a board, a game), and a choice made just before
+// must survive that (a player who picked atomic must not start a standard game).
+const computerChoice = { variant: 'standard', level: 'easy', color: 'white', clock: 'none' };
+const createChoice = { variant: 'hidden', color: 'white', minutes: 0, increment: 0, rated: false };
 
 const $ = (sel, root = document) => root.querySelector(sel);
 const esc = (s) => String(s ?? '').replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]);
@@ -433,10 +438,10 @@ function lobbyScreen() {
     <section class="card">
       <h2>${t('playComputer')}</h2>
       <form id="computer">
-        <label>${t('variant')} <select name="variant">${options(VARIANTS, 'standard', (v) => t('variant_' + v))}</select></label>
-        <label>${t('level')} <select name="level">${options(['easy', 'medium', 'hard'], 'easy', (v) => t('level_' + v))}</select></label>
-        <label>${t('color')} <select name="color">${options(['white', 'black', 'random'], 'white', (v) => t('color_' + v))}</select></label>
-        <label>${t('clock')} <select name="clock">${options(['none', '5+0', '10+0', '15+10'], 'none', (v) => (v === 'none' ? t('noClock') : v))}</select></label>
+        <label>${t('variant')} <select name="variant">${options(VARIANTS, computerChoice.variant, (v) => t('variant_' + v))}</select></label>
+        <label>${t('level')} <select name="level">${options(['easy', 'medium', 'hard'], computerChoice.level, (v) => t('level_' + v))}</select></label>
+        <label>${t('color')} <select name="color">${options(['white', 'black', 'random'], computerChoice.color, (v) => t('color_' + v))}</select></label>
+        <label>${t('clock')} <select name="clock">${options(['none', '5+0', '10+0', '15+10'], computerChoice.clock, (v) => (v === 'none' ? t('noClock') : v))}</select></label>
         <button type="submit" class="primary">${t('start')}</button>
         <p class="error" id="computer-error" role="alert"></p>
       </form>
@@ -444,11 +449,11 @@ function lobbyScreen() {
     <section class="card">
       <h2>${t('privateBoard')}</h2>
       <form id="create">
-        <label>${t('variant')} <select name="variant">${options(VARIANTS, 'hidden', (v) => t('variant_' + v))}</select></label>
-        <label>${t('color')} <select name="color">${options(['white', 'black', 'random'], 'white', (v) => t('color_' + v))}</select></label>
-        <label>${t('minutes')} <input name="minutes" type="number" min="0" max="60" value="0" inputmode="numeric"></label>
-        <label>${t('increment')} <input name="increment" type="number" min="0" max="60" value="0" inputmode="numeric"></label>
-        <label class="check"><input name="rated" type="checkbox" ${app.player?.guest ? 'disabled' : ''}> ${t('rated')}</label>
+        <label>${t('variant')} <select name="variant">${options(VARIANTS, createChoice.variant, (v) => t('variant_' + v))}</select></label>
+        <label>${t('color')} <select name="color">${options(['white', 'black', 'random'], createChoice.color, (v) => t('color_' + v))}</select></label>
+        <label>${t('minutes')} <input name="minutes" type="number" min="0" max="60" value="${Number(createChoice.minutes) || 0}" inputmode="numeric"></label>
+        <label>${t('increment')} <input name="increment" type="number" min="0" max="60" value="${Number(createChoice.increment) || 0}" inputmode="numeric"></label>
+        <label class="check"><input name="rated" type="checkbox" ${app.player?.guest ? 'disabled' : createChoice.rated ? 'checked' : ''}> ${t('rated')}</label>
         <p class="hint-text">${t('minutesHint')}</p>
         <button type="submit" class="primary">${t('createBoard')}</button>
         <p class="error" id="create-error" role="alert"></p>
@@ -496,6 +501,16 @@ function bindLobby() {
     const m = v.match(/([0-9a-f]{8}-[0-9a-f-]{27,})/i);
     location.hash = `#/game/${m ? m[1] : v}`;
   };
+  const remember = (form, choice) => {
+    form.oninput = form.onchange = () => {
+      for (const k of Object.keys(choice)) {
+        const field = form.elements[k];
+        if (field) choice[k] = field.type === 'checkbox' ? field.checked : field.value;
+      }
+    };
+  };
+  remember($('#computer'), computerChoice);
+  remember($('#create'), createChoice);
   $('#computer').onsubmit = async (e) => {
     e.preventDefault();
     const f = e.target;
