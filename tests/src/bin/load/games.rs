@@ -327,7 +327,9 @@ async fn play(
     due: &mut Option<Instant>,
     interval: Option<Duration>,
 ) -> anyhow::Result<()> {
-    let mut view = new_game(white, black, variant, n).await?;
+    let mut view = new_game(white, black, variant, n)
+        .await
+        .context("starting a game")?;
     spectators.watch(&view.game_id).await?;
     // Setting up a game is not a move: the schedule resumes from now if it fell behind.
     if let Some(d) = due {
@@ -341,7 +343,14 @@ async fn play(
         let side = usize::from(view.turn != "white");
         let mover = if side == 0 { &mut *white } else { &mut *black };
         if seen[side] < view.version {
-            wait_for(mover, &view.game_id, view.version).await?;
+            wait_for(mover, &view.game_id, view.version)
+                .await
+                .with_context(|| {
+                    format!(
+                        "side {side} waiting for v{} of {}",
+                        view.version, view.game_id
+                    )
+                })?;
             seen[side] = view.version;
         }
         if ply >= max_plies || run.stopping() {
@@ -356,7 +365,9 @@ async fn play(
         let id = format!("m{n}.{ply}");
         let action = view.action(rng, &id)?;
         let sent = Instant::now();
-        let (acked, events) = act(mover, action, &view.game_id).await?;
+        let (acked, events) = act(mover, action, &view.game_id)
+            .await
+            .with_context(|| format!("the ack of {id} in {}", view.game_id))?;
         let origin = due.unwrap_or(sent);
         run.move_done(acked.saturating_duration_since(origin));
         if let (Some(d), Some(every)) = (due.as_mut(), interval) {
@@ -369,17 +380,24 @@ async fn play(
     Ok(())
 }
 
-/// Reads `ws` until it delivered the event of `version` of `game_id` (or a later one).
+/// Reads `ws` until it delivered `version` of `game_id` (or a later one), as an event or
+/// in a view.
 async fn wait_for(ws: &mut Ws, game_id: &str, version: u64) -> anyhow::Result<()> {
     loop {
         let raw = client::next_text(ws).await?;
         let f: client::Frame<'_> = serde_json::from_str(&raw)
             .with_context(|| format!("a frame the tool cannot read: {}", raw.as_str()))?;
         match f.kind {
-            "event" if f.game_id == Some(game_id) && f.version.is_some_and(|v| v >= version) => {
+            // The event, or the game's view at that version or later: a follow that
+            // started after the move (its first read came late) begins with a view.
+            "event" | "game"
+                if f.game_id == Some(game_id) && f.version.is_some_and(|v| v >= version) =>
+            {
                 return Ok(());
             }
-            "error" if f.id.is_none() => {
+            // An error of the connection, or of this game's relay (it names the request
+            // that opened the game): nothing more of the game comes on this follow.
+            "error" if f.id.is_none() || f.game_id == Some(game_id) => {
                 let code = f.code.unwrap_or("error").to_owned();
                 return Err(ServerError(code, serde_json::from_str(&raw)?).into());
             }
