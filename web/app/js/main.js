@@ -9,12 +9,10 @@ import { BoardView } from './board.js';
 import { pieceIcon } from './pieces.js';
 import { verifyShuffle } from './sha256.js';
 
-// The quick-match form's choices: the lobby is drawn again whenever something changes (a
-// reconnect's `status`, a board, a game), and a choice made before that must stay.
+// The lobby forms' choices (quick match, the computer, a private board): the lobby is drawn
+// again whenever something changes (a reconnect's `status`, a board, a game), and a choice
+// made before that must stay (a player who picked atomic must not start a standard game).
 const seekChoice = { variant: 'standard', pool: '5+0', rated: false };
-// What the player chose in the other lobby forms: the lobby is drawn again whenever the
-// state it shows changes (the connection, a board, a game), and a choice made just before
-// must survive that (a player who picked atomic must not start a standard game).
 const computerChoice = { variant: 'standard', level: 'easy', color: 'white', clock: 'none' };
 const createChoice = { variant: 'hidden', color: 'white', minutes: 0, increment: 0, rated: false };
 
@@ -509,6 +507,7 @@ function bindLobby() {
       }
     };
   };
+  remember($('#seek'), seekChoice);
   remember($('#computer'), computerChoice);
   remember($('#create'), createChoice);
   $('#computer').onsubmit = async (e) => {
@@ -522,12 +521,6 @@ function bindLobby() {
     const answer = await app.conn.send(message);
     if (answer.type === 'game_created') location.hash = `#/game/${answer.game_id}`;
     else $('#computer-error').textContent = errorText(answer);
-  };
-  $('#seek').onchange = (e) => {
-    const f = e.currentTarget;
-    seekChoice.variant = f.variant.value;
-    seekChoice.pool = f.pool.value;
-    seekChoice.rated = f.rated.checked;
   };
   $('#seek').onsubmit = async (e) => {
     e.preventDefault();
