@@ -280,10 +280,7 @@ async fn start_on<A: Accounts, S: RatingStore>(
         matchmaking: Some(matchmaking),
         jwt: JwtKeys::new(jwt_secret.as_bytes(), config.jwt_ttl).map_err(anyhow::Error::msg)?,
         sessions: sessions(),
-        hub: Hub::new(
-            Box::new(LocalSource(events)),
-            frontier_gateway::ws::GAME_FRAMES,
-        ),
+        hub: Hub::new(Box::new(LocalSource(events))),
         notices: player_notices,
         limits: Limits::disabled(ns.clone(), config.limits.clone()),
         readiness: frontier_platform::admin::Readiness::new(),

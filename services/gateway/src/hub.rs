@@ -30,9 +30,24 @@ pub struct Frame {
     pub context: frontier_platform::trace::Context,
 }
 
-/// A followed subject. Dropping the last handle unsubscribes.
+/// What a topic feeds its frames to: each local follower of the subject. The topic's task
+/// calls it for every frame, in the order the subscription delivers them, with no channel
+/// and no task between them: a frame that is in order goes from the subscription straight
+/// to the connection's outgoing queue, and only a frame the follower must act on (a gap to
+/// fill from the log, say) wakes the follower's own task.
+pub trait Sink: Send + Sync + 'static {
+    /// Takes one frame. It runs on the topic's task, under the topic's lock: it must not
+    /// block or wait.
+    fn offer(&self, frame: &Frame);
+}
+
+type Sinks = Mutex<Vec<(u64, Arc<dyn Sink>)>>;
+
+/// A followed subject: its subscription's task and the sinks it feeds. The subscription
+/// ends when the last [`Subscription`] of it is dropped.
 pub struct Topic {
-    tx: broadcast::Sender<Frame>,
+    sinks: Arc<Sinks>,
+    next_id: std::sync::atomic::AtomicU64,
     task: tokio::task::AbortHandle,
 }
 
@@ -43,10 +58,33 @@ impl Drop for Topic {
 }
 
 impl Topic {
-    /// A receiver of this subject's frames from now on.
-    pub fn receiver(&self) -> broadcast::Receiver<Frame> {
-        self.tx.subscribe()
+    fn add(self: &Arc<Topic>, sink: Arc<dyn Sink>) -> Subscription {
+        let id = self
+            .next_id
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        lock(&self.sinks).push((id, sink));
+        Subscription {
+            topic: self.clone(),
+            id,
+        }
     }
+}
+
+/// One sink's place on a topic: dropping it stops the feed (and, the last one, the
+/// subscription).
+pub struct Subscription {
+    topic: Arc<Topic>,
+    id: u64,
+}
+
+impl Drop for Subscription {
+    fn drop(&mut self) {
+        lock(&self.topic.sinks).retain(|(id, _)| *id != self.id);
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 /// Where game events come from.
@@ -143,7 +181,6 @@ impl EventSource for LocalSource {
 pub struct Hub {
     source: Box<dyn EventSource>,
     topics: Mutex<WeakMap<Topic>>,
-    capacity: usize,
 }
 
 /// Shared values by key, held weakly: a value lives while some caller holds it. Entries of
@@ -186,56 +223,46 @@ impl<T> WeakMap<T> {
 }
 
 impl Hub {
-    /// A hub over this source; each client may fall `capacity` frames behind before it
-    /// must resume from the log.
-    pub fn new(source: Box<dyn EventSource>, capacity: usize) -> Hub {
+    /// A hub over this source.
+    pub fn new(source: Box<dyn EventSource>) -> Hub {
         Hub {
             source,
             topics: Mutex::new(WeakMap::default()),
-            capacity,
         }
     }
 
-    /// Follows `subject`, sharing the subscription with other local clients.
+    /// Feeds `subject`'s frames to `sink` from now on, sharing the subscription with
+    /// other local followers, until the returned [`Subscription`] is dropped.
     ///
     /// The map of topics is locked only to look up and to insert, never across the
     /// subscription itself (on NATS a server round trip): a slow subscribe delays only its
     /// own caller. Two first followers of one subject may both subscribe; the second to
     /// finish finds the first's topic, joins it and drops its own subscription.
-    pub async fn follow(
-        &self,
-        subject: &str,
-    ) -> Result<(Arc<Topic>, broadcast::Receiver<Frame>), String> {
-        if let Some(found) = self.existing(subject) {
-            return Ok(found);
+    pub async fn follow(&self, subject: &str, sink: Arc<dyn Sink>) -> Result<Subscription, String> {
+        if let Some(topic) = lock(&self.topics).get(subject) {
+            return Ok(topic.add(sink));
         }
         let mut frames = self.source.subscribe(subject.to_owned()).await?;
-        let mut topics = self.topics.lock().unwrap_or_else(|e| e.into_inner());
+        let mut topics = lock(&self.topics);
         if let Some(topic) = topics.get(subject) {
-            let rx = topic.receiver();
-            return Ok((topic, rx));
+            return Ok(topic.add(sink));
         }
-        let (tx, rx) = broadcast::channel(self.capacity.max(1));
-        let sender = tx.clone();
+        let sinks: Arc<Sinks> = Arc::default();
+        let fed = sinks.clone();
         let task = tokio::spawn(async move {
             while let Some(frame) = frames.next().await {
-                // No receiver left is fine: the topic is about to be dropped.
-                let _ = sender.send(frame);
+                for (_, sink) in lock(&fed).iter() {
+                    sink.offer(&frame);
+                }
             }
         });
         let topic = Arc::new(Topic {
-            tx,
+            sinks,
+            next_id: std::sync::atomic::AtomicU64::new(0),
             task: task.abort_handle(),
         });
         topics.insert(subject, &topic);
-        Ok((topic, rx))
-    }
-
-    fn existing(&self, subject: &str) -> Option<(Arc<Topic>, broadcast::Receiver<Frame>)> {
-        let topics = self.topics.lock().unwrap_or_else(|e| e.into_inner());
-        let topic = topics.get(subject)?;
-        let rx = topic.receiver();
-        Some((topic, rx))
+        Ok(topic.add(sink))
     }
 }
 
@@ -256,14 +283,34 @@ pub async fn server_round_trip(nats: &async_nats::Client) {
 mod tests {
     use super::*;
     use frontier_platform::local_bus::LocalBus;
+    use tokio::sync::mpsc;
+
+    /// A sink that queues what it is offered.
+    struct Queue(mpsc::UnboundedSender<Frame>);
+
+    impl Sink for Queue {
+        fn offer(&self, frame: &Frame) {
+            let _ = self.0.send(frame.clone());
+        }
+    }
+
+    fn queue() -> (Arc<dyn Sink>, mpsc::UnboundedReceiver<Frame>) {
+        let (tx, rx) = mpsc::unbounded_channel();
+        (Arc::new(Queue(tx)), rx)
+    }
 
     #[tokio::test]
     async fn a_subject_is_shared_relayed_and_released() {
         let bus = LocalBus::new(16);
-        let hub = Hub::new(Box::new(LocalSource(bus.clone())), 16);
-        let (a, mut rx_a) = hub.follow("g.1.public").await.expect("follow");
-        let (b, mut rx_b) = hub.follow("g.1.public").await.expect("follow");
-        assert!(Arc::ptr_eq(&a, &b), "one subscription per subject");
+        let hub = Hub::new(Box::new(LocalSource(bus.clone())));
+        let (sink_a, mut rx_a) = queue();
+        let (sink_b, mut rx_b) = queue();
+        let a = hub.follow("g.1.public", sink_a).await.expect("follow");
+        let b = hub.follow("g.1.public", sink_b).await.expect("follow");
+        assert!(
+            Arc::ptr_eq(&a.topic, &b.topic),
+            "one subscription per subject"
+        );
         bus.publish("g.2.public".into(), 1, false, Bytes::from_static(b"other"));
         bus.publish("g.1.public".into(), 7, true, Bytes::from_static(b"mine"));
         for rx in [&mut rx_a, &mut rx_b] {
@@ -271,9 +318,20 @@ mod tests {
             assert_eq!((f.version, f.json.as_ref()), (7, b"mine".as_ref()));
             assert!(f.ended, "the end of the game travels with the frame");
         }
-        drop((a, b));
-        let (c, _) = hub.follow("g.1.public").await.expect("follow again");
-        assert_eq!(Arc::strong_count(&c), 1, "the old topic was released");
+        drop(a);
+        bus.publish("g.1.public".into(), 8, false, Bytes::from_static(b"next"));
+        assert_eq!(rx_b.recv().await.expect("frame").version, 8);
+        assert!(
+            rx_a.recv().await.is_none(),
+            "a dropped subscription is fed no more (its sink was released)"
+        );
+        drop(b);
+        let (sink_c, _rx_c) = queue();
+        let c = hub
+            .follow("g.1.public", sink_c)
+            .await
+            .expect("follow again");
+        assert_eq!(Arc::strong_count(&c.topic), 1, "the old topic was released");
     }
 
     /// A source whose subscriptions to `stuck.*` never become active.
@@ -300,22 +358,21 @@ mod tests {
         use futures_util::FutureExt as _;
         let entered = Arc::new(tokio::sync::Notify::new());
         let bus = LocalBus::new(16);
-        let hub = Arc::new(Hub::new(
-            Box::new(Stuck {
-                local: LocalSource(bus.clone()),
-                entered: entered.clone(),
-            }),
-            16,
-        ));
+        let hub = Arc::new(Hub::new(Box::new(Stuck {
+            local: LocalSource(bus.clone()),
+            entered: entered.clone(),
+        })));
         let stuck = tokio::spawn({
             let hub = hub.clone();
-            async move { hub.follow("stuck.1").await.map(|_| ()) }
+            let (sink, _rx) = queue();
+            async move { hub.follow("stuck.1", sink).await.map(|_| ()) }
         });
         entered.notified().await;
         // A local subscription is ready at once, so following another subject completes
         // on its first poll unless it waits behind the stuck one.
-        let followed = hub.follow("g.1.public").now_or_never();
-        let (topic, mut rx) = followed
+        let (sink, mut rx) = queue();
+        let followed = hub.follow("g.1.public", sink).now_or_never();
+        let subscription = followed
             .expect("another subject is followed while one subscription hangs")
             .expect("follow");
         bus.publish("g.1.public".into(), 3, false, Bytes::from_static(b"live"));
@@ -325,15 +382,18 @@ mod tests {
             "the stuck subscription is still pending"
         );
         stuck.abort();
-        drop(topic);
+        drop(subscription);
     }
 
     #[tokio::test]
     async fn released_topics_are_swept_as_the_map_grows() {
-        let hub = Hub::new(Box::new(LocalSource(LocalBus::new(16))), 16);
+        let hub = Hub::new(Box::new(LocalSource(LocalBus::new(16))));
         for i in 0..1_000 {
             // Each topic is dropped at once: the map must not keep a thousand dead entries.
-            hub.follow(&format!("g.{i}.public")).await.expect("follow");
+            let (sink, _rx) = queue();
+            hub.follow(&format!("g.{i}.public"), sink)
+                .await
+                .expect("follow");
         }
         let topics = hub.topics.lock().expect("lock");
         assert!(

@@ -147,7 +147,7 @@ pub async fn build(config: &Config) -> anyhow::Result<Service> {
         matchmaking,
         jwt,
         sessions: sessions::connect(&config.game_session_urls)?,
-        hub: Hub::new(Box::new(hub::NatsSource(nats.clone())), ws::GAME_FRAMES),
+        hub: Hub::new(Box::new(hub::NatsSource(nats.clone()))),
         readiness: frontier_platform::admin::Readiness::new()
             .postgres(pool.clone())
             .nats(nats.clone())

@@ -4,6 +4,7 @@
 
 use std::collections::HashMap;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 use std::time::{Duration, Instant};
 
 use axum::extract::ws::{CloseFrame, Message, Utf8Bytes, WebSocket};
@@ -20,7 +21,6 @@ use frontier_protocol::{
 use futures_util::{SinkExt as _, StreamExt as _};
 use prost::Message as _;
 use tokio::sync::{broadcast, mpsc};
-use tracing::Instrument as _;
 
 use crate::AppState;
 use crate::accounts::Accounts;
@@ -43,11 +43,6 @@ pub mod close {
 
 /// Most games one connection may follow at once.
 pub const MAX_FOLLOWS: usize = 32;
-
-/// Frames a game's subject keeps for a follower that has not read them yet; one that falls
-/// further behind resumes from the game's log. A broadcast channel allocates its slots up
-/// front, so this is memory per followed subject per gateway (about 100 bytes a frame).
-pub const GAME_FRAMES: usize = 128;
 
 /// A token bucket: `burst` messages at once, refilled at `per_second`.
 #[derive(Debug)]
@@ -1442,6 +1437,61 @@ enum Step {
     Stop,
 }
 
+/// A follower's end of its game's topic: the topic's task offers it every live frame, and
+/// it relays what is in order itself (through [`Relayed::live`]), so that a live frame
+/// crosses no task between the subscription and the connection's writer. What it cannot do
+/// there — fill a gap from the log, tell the waiting-board count that the game started —
+/// it leaves to the follower's task, woken through `wake` with the reason in `needs`.
+struct Feed {
+    relayed: Arc<Relayed>,
+    out: mpsc::Sender<Message>,
+    game: GameId,
+    /// A frame came since the follower's last heartbeat.
+    heard: AtomicBool,
+    /// The board still counts as waiting for a second player: a version past 1 wakes the
+    /// follower.
+    waiting: AtomicBool,
+    /// What the follower must do ([`Feed::GAP`], [`Feed::STOP`], [`Feed::JOINED`]).
+    needs: AtomicU8,
+    wake: tokio::sync::Notify,
+}
+
+impl Feed {
+    /// Versions are missing before the frame offered: catch up from the log.
+    const GAP: u8 = 1;
+    /// Nothing more can go out (the connection is closing, or the follow failed).
+    const STOP: u8 = 2;
+    /// The board has a second player (or is over).
+    const JOINED: u8 = 4;
+
+    fn need(&self, what: u8) {
+        self.needs.fetch_or(what, Ordering::AcqRel);
+        // A permit is stored when the follower is not waiting yet.
+        self.wake.notify_one();
+    }
+}
+
+impl crate::hub::Sink for Feed {
+    fn offer(&self, frame: &crate::hub::Frame) {
+        self.heard.store(true, Ordering::Release);
+        let span = relay_span(&self.game, frame);
+        let _entered = span.enter();
+        // A frame that ends the game wakes the follower through `Relayed::over` when it
+        // goes out (a held one, with the ack): the follow then stops.
+        match self
+            .relayed
+            .live(&self.out, frame.version, frame.json.clone(), frame.ended)
+        {
+            Relay::Sent | Relay::Skipped | Relay::Held => {}
+            Relay::Closed => self.need(Feed::STOP),
+            Relay::Gap => self.need(Feed::GAP),
+        }
+        if frame.version >= 2 && self.waiting.load(Ordering::Acquire) {
+            self.need(Feed::JOINED);
+        }
+    }
+}
+
 impl<A: Accounts> Follower<A> {
     /// Tells the client the relay failed, after closing this follow's path (so that no
     /// frame of it follows the error: the client opens the game again from what it has).
@@ -1600,8 +1650,17 @@ impl<A: Accounts> Follower<A> {
         }
         let audience = frontier_platform::convert::audience_of_seat(seat);
         let subject = self.state.ns.game_follow_subject(&self.game, audience);
-        let (_topic, mut rx) = match self.state.hub.follow(&subject).await {
-            Ok(t) => t,
+        let feed = Arc::new(Feed {
+            relayed: self.relayed.clone(),
+            out: self.out.clone(),
+            game: self.game,
+            heard: AtomicBool::new(true),
+            waiting: AtomicBool::new(waiting),
+            needs: AtomicU8::new(0),
+            wake: tokio::sync::Notify::new(),
+        });
+        let _subscription = match self.state.hub.follow(&subject, feed.clone()).await {
+            Ok(s) => s,
             Err(e) => {
                 tracing::error!(error = %e, "subscribing failed");
                 return self.fail(Refusal {
@@ -1624,48 +1683,42 @@ impl<A: Accounts> Follower<A> {
         let seated = matches!(audience, frontier_rules::Audience::Player(_));
         let mut heartbeat = tokio::time::interval(self.state.settings.presence_interval);
         heartbeat.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-        let mut heard = true;
         loop {
-            let received = tokio::select! {
-                r = rx.recv() => r,
-                // The ending event went out another way (with an ack).
+            // Live frames in order go out from the topic's task (`Feed::offer`); this task
+            // wakes only for what the feed cannot do itself.
+            tokio::select! {
+                _ = feed.wake.notified() => {}
+                // The ending event went out (live, or with an ack).
                 _ = self.relayed.over.notified() => return self.left_waiting().await,
                 _ = heartbeat.tick() => {
                     if seated {
                         self.heartbeat().await;
                     }
-                    if !heard {
+                    if !feed.heard.swap(false, Ordering::AcqRel) {
                         match self.catch_up_again().await {
                             Ok((_, true)) => return,
                             Ok((_, false)) => {}
                             Err(r) => return self.fail(r),
                         }
                     }
-                    heard = false;
-                    continue;
                 }
-            };
-            heard = true;
-            let step = match received {
-                Ok(frame) => {
-                    if waiting && frame.version >= 2 {
-                        waiting = false;
-                        self.left_waiting().await;
-                    }
-                    let span = relay_span(&self.game, &frame);
-                    self.on_frame(frame).instrument(span).await
-                }
-                Err(broadcast::error::RecvError::Lagged(_)) => self.catch_up_step().await,
-                Err(broadcast::error::RecvError::Closed) => Step::Stop,
-            };
-            if let Step::Stop = step {
+            }
+            let needs = feed.needs.swap(0, Ordering::AcqRel);
+            if needs & Feed::STOP != 0 {
                 return;
+            }
+            if needs & Feed::GAP != 0 {
+                // Fetch what was missed, in order (this includes the frame that showed it).
+                if let Step::Stop = self.catch_up_step().await {
+                    return;
+                }
             }
             if self.relayed.ended() {
                 return self.left_waiting().await;
             }
-            if waiting && self.past_waiting() {
+            if waiting && (needs & Feed::JOINED != 0 || self.past_waiting()) {
                 waiting = false;
+                feed.waiting.store(false, Ordering::Release);
                 self.left_waiting().await;
             }
             if self.out.is_closed() {
@@ -1696,24 +1749,6 @@ impl<A: Accounts> Follower<A> {
                 self.fail(r);
                 Step::Stop
             }
-        }
-    }
-
-    async fn on_frame(&self, frame: crate::hub::Frame) -> Step {
-        // A game that ended changes no more: once its ending event was sent (now, or before
-        // by another path) the follow stops, freeing the subscription and the connection's
-        // follow slot.
-        match self
-            .relayed
-            .live(&self.out, frame.version, frame.json, frame.ended)
-        {
-            Relay::Sent | Relay::Skipped if frame.ended => Step::Stop,
-            // A held frame goes out with the ack (and a follow whose game ended that way
-            // stops at its next step: see `relay`).
-            Relay::Sent | Relay::Skipped | Relay::Held => Step::Continue,
-            Relay::Closed => Step::Stop,
-            // A gap: fetch what was missed, in order (this includes the frame at hand).
-            Relay::Gap => self.catch_up_step().await,
         }
     }
 }
