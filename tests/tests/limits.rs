@@ -455,6 +455,49 @@ async fn waiting_boards_per_player_are_capped_until_one_starts_or_ends() -> anyh
     Ok(())
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_connection_following_its_most_games_is_refused_a_new_board_and_none_is_made()
+-> anyhow::Result<()> {
+    let most = frontier_gateway::ws::MAX_FOLLOWS;
+    let waiting = (most + 1).to_string();
+    let p = Platform::start_with(
+        1,
+        1,
+        None,
+        &[],
+        &[
+            ("--waiting-boards", waiting.as_str()),
+            ("--board-limit", "100/1m"),
+            ("--ws-rate", "1000"),
+        ],
+    )
+    .await?;
+    let mut a = Client::guest(p.gateways[0], "a").await?;
+    let mut boards = Vec::new();
+    for n in 0..most {
+        let created = create(&mut a, &format!("b{n}")).await?;
+        assert_eq!(created["type"], "board_created", "board {n}: {created}");
+        boards.push(created["game_id"].as_str().unwrap_or_default().to_owned());
+    }
+    // The connection follows `most` waiting boards: one more is refused before it is made.
+    let refused = create(&mut a, "over").await?;
+    assert_eq!(refused["type"], "error", "{refused}");
+    assert_eq!(refused["code"], "too_many_games", "{refused}");
+    a.send(json!({"type": "play_computer", "id": "pc", "variant": "standard", "level": "easy", "color": "white"}))
+        .await?;
+    assert_eq!(a.error_for("pc").await?["code"], "too_many_games");
+    // Closing one frees a place. Had the refused board been made, the player would now
+    // have `most + 1` boards waiting, the cap: the next one would be `too_many_boards`.
+    a.send(json!({"type": "close", "id": "x", "game_id": boards[0]}))
+        .await?;
+    a.until("closed", |v| v["type"] == "closed" && v["id"] == "x")
+        .await?;
+    let next = create(&mut a, "next").await?;
+    assert_eq!(next["type"], "board_created", "{next}");
+    p.stop().await;
+    Ok(())
+}
+
 /// A short legal opening, twelve plies.
 const OPENING: [&str; 12] = [
     "e2e4", "e7e5", "g1f3", "b8c6", "f1c4", "g8f6", "d2d3", "f8c5", "c2c3", "d7d6", "b1d2", "a7a6",

@@ -77,7 +77,8 @@ both_ways! {
     GameNotOver => GameNotOver,
     RematchUnavailable => RematchUnavailable,
     RematchAlreadyOffered => RematchAlreadyOffered,
-    NoRematchOffer => NoRematchOffer
+    NoRematchOffer => NoRematchOffer,
+    TooManyGames => TooManyGames
 }
 
 /// The gRPC status code that best describes a refusal with this client code.

@@ -89,6 +89,9 @@ pub enum ErrorCode {
     /// Too many of the player's boards are waiting for an opponent: abort one, or wait
     /// until one starts.
     TooManyBoards,
+    /// The connection follows as many games as it may (32): close one before opening,
+    /// creating, joining or starting another.
+    TooManyGames,
     /// A service behind the gateway is unavailable; try again.
     Unavailable,
     /// Something failed on the server; it has been logged.
@@ -139,6 +142,7 @@ impl ErrorCode {
             BadUsername => "bad_username", WeakPassword => "weak_password",
             BadCredentials => "bad_credentials", NotFound => "not_found",
             MethodNotAllowed => "method_not_allowed", TooManyBoards => "too_many_boards",
+            TooManyGames => "too_many_games",
             Unavailable => "unavailable", Internal => "internal",
             UndoNotAllowed => "undo_not_allowed",
             AlreadyMatched => "already_matched",
@@ -177,6 +181,7 @@ mod tests {
             ErrorCode::RematchUnavailable,
             ErrorCode::RematchAlreadyOffered,
             ErrorCode::NoRematchOffer,
+            ErrorCode::TooManyGames,
         ] {
             let json = serde_json::to_string(&code).expect("serialises");
             assert_eq!(json, format!("\"{}\"", code.as_str()));

@@ -559,6 +559,10 @@ impl<A: Accounts> Connection<A> {
                 let Some(variant) = self.variant_or_refuse(id, &variant) else {
                     return;
                 };
+                // A board this connection could not open is not made (nor counted).
+                if !self.follow_room() {
+                    return self.refuse_follow(id, None);
+                }
                 let variant = frontier_platform::convert::variant_to_proto(variant);
                 if !self
                     .clock_and_creation_admitted(
@@ -657,6 +661,9 @@ impl<A: Accounts> Connection<A> {
                         ErrorCode::BoardNotFound,
                         "no board has that code",
                     );
+                }
+                if !self.follow_room() {
+                    return self.refuse_follow(id, None);
                 }
                 match sessions
                     .join_board(pb::JoinBoardRequest {
@@ -763,6 +770,9 @@ impl<A: Accounts> Connection<A> {
                 "level is easy, medium or hard",
             );
         };
+        if !self.follow_room() {
+            return self.refuse_follow(id, None);
+        }
         if !self
             .clock_and_creation_admitted(
                 id,
@@ -1175,13 +1185,9 @@ impl<A: Accounts> Connection<A> {
         }
     }
 
-    fn follow(&mut self, game_id: &str, after: Option<u64>, id: Option<&str>) {
-        let Ok(game) = game_id.parse::<GameId>() else {
-            return self.error(id, Some(game_id), ErrorCode::GameNotFound, "no such game");
-        };
-        if let Some(old) = self.follows.remove(&game) {
-            old.abort();
-        }
+    /// Whether one more game fits among those this connection follows ([`MAX_FOLLOWS`]); a
+    /// follow that is over no longer counts, and is let go here.
+    fn follow_room(&mut self) -> bool {
         self.follows.retain(|_, follow| {
             let over = follow.is_finished();
             if over {
@@ -1189,13 +1195,30 @@ impl<A: Accounts> Connection<A> {
             }
             !over
         });
-        if self.follows.len() >= MAX_FOLLOWS {
-            return self.error(
-                id,
-                Some(game_id),
-                ErrorCode::BadField,
-                "following too many games; close some first",
-            );
+        self.follows.len() < MAX_FOLLOWS
+    }
+
+    /// The `too_many_games` error: no room for another followed game.
+    fn refuse_follow(&self, id: Option<&str>, game_id: Option<&str>) {
+        self.error(
+            id,
+            game_id,
+            ErrorCode::TooManyGames,
+            format!(
+                "this connection follows {MAX_FOLLOWS} games, the most it may; close one first"
+            ),
+        );
+    }
+
+    fn follow(&mut self, game_id: &str, after: Option<u64>, id: Option<&str>) {
+        let Ok(game) = game_id.parse::<GameId>() else {
+            return self.error(id, Some(game_id), ErrorCode::GameNotFound, "no such game");
+        };
+        if let Some(old) = self.follows.remove(&game) {
+            old.abort();
+        }
+        if !self.follow_room() {
+            return self.refuse_follow(id, Some(game_id));
         }
         let Some(claims) = &self.player else {
             return;
