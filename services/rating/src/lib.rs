@@ -20,6 +20,7 @@ pub mod model;
 pub mod pg;
 pub mod pgn;
 pub mod queries;
+mod rows;
 pub mod sqlite;
 pub mod store;
 

@@ -10,7 +10,7 @@ use std::sync::LazyLock;
 
 use frontier_proto::games::v1 as games;
 use frontier_rules::Variant;
-use serde_json::{Value, json};
+use serde_json::Value;
 use sqlx::migrate::Migrator;
 use sqlx::{PgPool, Row as _};
 use time::OffsetDateTime;
@@ -20,6 +20,7 @@ use crate::model::{
     Counts, Cursor, GameLine, HistoryPoint, LeaderLine, RecordError, Recorded, Standing, at, ms,
     rate_pair,
 };
+use crate::rows::{self, moves_json, standing};
 use crate::store::{RatingStore, StoreError, check, distinct_where};
 
 /// The rating service's migrations (`migrations/rating/`), tracked in their own table,
@@ -70,48 +71,6 @@ impl From<sqlx::Error> for StoreError {
             e => StoreError::Unavailable(e.to_string()),
         }
     }
-}
-
-pub(crate) fn variant_of(name: &str) -> Result<Variant, StoreError> {
-    frontier_platform::convert::variant_from_name(name)
-        .ok_or_else(|| StoreError::Corrupt(format!("variant {name:?}")))
-}
-
-pub(crate) fn moves_json(game: &games::FinishedGame) -> Value {
-    Value::Array(
-        game.moves
-            .iter()
-            .map(|m| {
-                json!({
-                    "ply": m.ply, "uci": m.uci,
-                    "reveal_square": m.reveal_square, "reveal_role": m.reveal_role,
-                    "captured_square": m.captured_square, "captured_role": m.captured_role,
-                    "captured_was_hidden": m.captured_was_hidden,
-                    "captured_identity": m.captured_identity, "at_ms": m.at_ms,
-                    "clock_ms": m.clock_ms,
-                })
-            })
-            .collect(),
-    )
-}
-
-pub(crate) fn move_from_json(m: &Value) -> Result<games::MoveRecord, StoreError> {
-    let text = |k: &str| m[k].as_str().unwrap_or_default().to_owned();
-    Ok(games::MoveRecord {
-        ply: m["ply"]
-            .as_u64()
-            .and_then(|p| u32::try_from(p).ok())
-            .ok_or_else(|| StoreError::Corrupt(format!("a stored move has no ply: {m}")))?,
-        uci: text("uci"),
-        reveal_square: text("reveal_square"),
-        reveal_role: text("reveal_role"),
-        captured_square: text("captured_square"),
-        captured_role: text("captured_role"),
-        captured_was_hidden: m["captured_was_hidden"].as_bool().unwrap_or(false),
-        captured_identity: text("captured_identity"),
-        at_ms: m["at_ms"].as_u64().unwrap_or(0),
-        clock_ms: m["clock_ms"].as_u64(),
-    })
 }
 
 impl RatingStore for PgStore {
@@ -229,19 +188,17 @@ impl RatingStore for PgStore {
     }
 
     async fn standings(&self, player: Uuid) -> Result<Vec<(Variant, Standing)>, StoreError> {
-        let rows: Vec<(String, f64, f64, f64, i32, Option<OffsetDateTime>)> = sqlx::query_as(
+        let rows: Vec<rows::StandingRow<OffsetDateTime>> = sqlx::query_as(
             "SELECT variant, rating, rd, volatility, rated_games, last_rated_at FROM ratings WHERE player_id = $1",
         )
         .bind(player)
         .fetch_all(&self.pool)
         .await?;
-        rows.into_iter()
-            .map(|r| Ok((variant_of(&r.0)?, standing(r.1, r.2, r.3, r.4, r.5))))
-            .collect()
+        rows::standings(rows)
     }
 
     async fn counts(&self, player: Uuid) -> Result<Vec<(Variant, Counts)>, StoreError> {
-        let rows: Vec<(String, i64, i64, i64, i64)> = sqlx::query_as(
+        let rows: Vec<rows::CountsRow> = sqlx::query_as(
             "SELECT variant,
                 count(*) FILTER (WHERE result <> 'aborted'),
                 count(*) FILTER (WHERE (result = 'white' AND white_id = $1) OR (result = 'black' AND black_id = $1)),
@@ -252,20 +209,7 @@ impl RatingStore for PgStore {
         .bind(player)
         .fetch_all(&self.pool)
         .await?;
-        let n = |x: i64| u64::try_from(x).unwrap_or(0);
-        rows.into_iter()
-            .map(|r| {
-                Ok((
-                    variant_of(&r.0)?,
-                    Counts {
-                        games: n(r.1),
-                        wins: n(r.2),
-                        draws: n(r.3),
-                        losses: n(r.4),
-                    },
-                ))
-            })
-            .collect()
+        rows::counts(rows)
     }
 
     async fn games(
@@ -280,19 +224,7 @@ impl RatingStore for PgStore {
             ended: time::PrimitiveDateTime::MAX.assume_utc(),
             id: Uuid::max(),
         });
-        #[allow(clippy::type_complexity)]
-        let rows: Vec<(
-            Uuid,
-            String,
-            bool,
-            Uuid,
-            String,
-            Uuid,
-            String,
-            String,
-            String,
-            OffsetDateTime,
-        )> = sqlx::query_as(
+        let rows: Vec<rows::GameRow<OffsetDateTime>> = sqlx::query_as(
             "SELECT id, variant, rated, white_id, white_name, black_id, black_name, result, outcome, ended_at
              FROM games
              WHERE (white_id = $1 OR black_id = $1)
@@ -308,20 +240,7 @@ impl RatingStore for PgStore {
         .bind(i64::try_from(limit).unwrap_or(i64::MAX))
         .fetch_all(&self.pool)
         .await?;
-        rows.into_iter()
-            .map(|r| {
-                Ok(GameLine {
-                    id: r.0,
-                    variant: variant_of(&r.1)?,
-                    rated: r.2,
-                    white: (r.3, r.4),
-                    black: (r.5, r.6),
-                    result: r.7,
-                    outcome: r.8,
-                    ended: r.9,
-                })
-            })
-            .collect()
+        rows::game_lines(rows)
     }
 
     async fn history(
@@ -329,22 +248,14 @@ impl RatingStore for PgStore {
         player: Uuid,
         variant: Variant,
     ) -> Result<Vec<HistoryPoint>, StoreError> {
-        let rows: Vec<(Uuid, f64, f64, OffsetDateTime)> = sqlx::query_as(
+        let rows: Vec<rows::HistoryRow<OffsetDateTime>> = sqlx::query_as(
             "SELECT game_id, rating, rd, at FROM rating_history WHERE player_id = $1 AND variant = $2 ORDER BY at, game_id",
         )
         .bind(player)
         .bind(variant.name())
         .fetch_all(&self.pool)
         .await?;
-        Ok(rows
-            .into_iter()
-            .map(|r| HistoryPoint {
-                game_id: r.0,
-                rating: r.1,
-                rd: r.2,
-                at: r.3,
-            })
-            .collect())
+        Ok(rows::history(rows))
     }
 
     async fn leaderboard(
@@ -355,7 +266,7 @@ impl RatingStore for PgStore {
     ) -> Result<Vec<LeaderLine>, StoreError> {
         // Only registered players have rating rows (guests' games are never rated); the
         // name is the one in the player's latest rated game of the variant.
-        let rows: Vec<(Uuid, Option<String>, f64, f64, i32)> = sqlx::query_as(
+        let rows: Vec<rows::LeaderRow> = sqlx::query_as(
             "SELECT r.player_id,
                 (SELECT CASE WHEN g.white_id = r.player_id THEN g.white_name ELSE g.black_name END
                  FROM rating_history h JOIN games g ON g.id = h.game_id
@@ -371,16 +282,7 @@ impl RatingStore for PgStore {
         .bind(i64::try_from(limit).unwrap_or(i64::MAX))
         .fetch_all(&self.pool)
         .await?;
-        Ok(rows
-            .into_iter()
-            .map(|r| LeaderLine {
-                player_id: r.0,
-                name: r.1.unwrap_or_default(),
-                rating: r.2,
-                rd: r.3,
-                rated_games: u32::try_from(r.4).unwrap_or(0),
-            })
-            .collect())
+        Ok(rows::leaders(rows))
     }
 
     async fn players_with_games(&self, players: &[Uuid]) -> Result<Vec<Uuid>, StoreError> {
@@ -412,67 +314,35 @@ impl RatingStore for PgStore {
         let initial: Option<i32> = row.try_get("initial_seconds")?;
         let increment: Option<i32> = row.try_get("increment_seconds")?;
         let moves: sqlx::types::Json<Value> = row.try_get("moves")?;
-        let moves = moves
-            .0
-            .as_array()
-            .ok_or_else(|| StoreError::Corrupt("stored moves are not a list".into()))?
-            .iter()
-            .map(move_from_json)
-            .collect::<Result<Vec<_>, _>>()?;
-        let player = |side: &str| -> Result<games::Player, StoreError> {
-            let id = row.try_get::<Uuid, _>(&*format!("{side}_id"))?;
-            let bot: bool = row.try_get(&*format!("{side}_bot"))?;
-            Ok(games::Player {
-                id: id.to_string(),
+        let side = |side: &str| -> Result<rows::SideColumns, StoreError> {
+            Ok(rows::SideColumns {
+                id: row.try_get(&*format!("{side}_id"))?,
                 name: row.try_get(&*format!("{side}_name"))?,
                 guest: row.try_get(&*format!("{side}_guest"))?,
-                bot,
-                bot_level: crate::store::stored_bot_level(id, bot),
+                bot: row.try_get(&*format!("{side}_bot"))?,
             })
         };
-        let variant = variant_of(&row.try_get::<String, _>("variant")?)?;
-        let seconds = |s: Option<i32>| u32::try_from(s.unwrap_or(0)).unwrap_or(0);
-        Ok(Some(games::FinishedGame {
-            game_id: row.try_get::<Uuid, _>("id")?.to_string(),
-            variant: frontier_platform::convert::variant_to_proto(variant).into(),
+        rows::GameColumns {
+            id: row.try_get("id")?,
+            variant: row.try_get("variant")?,
             rated: row.try_get("rated")?,
-            time_control: initial.map(|i| games::TimeControl {
-                initial_seconds: seconds(Some(i)),
-                increment_seconds: seconds(increment),
-            }),
-            white: Some(player("white")?),
-            black: Some(player("black")?),
+            initial_seconds: initial.map(i64::from),
+            increment_seconds: increment.map(i64::from),
+            white: side("white")?,
+            black: side("black")?,
             result: row.try_get("result")?,
             outcome: row.try_get("outcome")?,
-            moves,
+            moves: moves.0,
             created_at_ms: ms(row.try_get("created_at")?),
             started_at_ms: ms(row.try_get("started_at")?),
             ended_at_ms: ms(row.try_get("ended_at")?),
+            start_fen: row.try_get("start_fen")?,
+            final_fen: row.try_get("final_fen")?,
             initial_layout: row.try_get("initial_layout")?,
             salt: row.try_get("salt")?,
             commitment: row.try_get("commitment")?,
-            final_fen: row.try_get("final_fen")?,
-            start_fen: row.try_get("start_fen")?,
-        }))
-    }
-}
-
-/// A rating row's columns (rating, rd, volatility, rated_games, last_rated_at) as a
-/// [`Standing`].
-pub(crate) fn standing(
-    rating: f64,
-    rd: f64,
-    volatility: f64,
-    rated_games: i32,
-    last_rated_at: Option<OffsetDateTime>,
-) -> Standing {
-    Standing {
-        rating: frontier_glicko2::Rating {
-            rating,
-            rd,
-            volatility,
-        },
-        rated_games: u32::try_from(rated_games).unwrap_or(0),
-        last_rated_at,
+        }
+        .finished()
+        .map(Some)
     }
 }

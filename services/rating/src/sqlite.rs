@@ -18,10 +18,10 @@ use sqlx::{Row as _, SqlitePool};
 use uuid::Uuid;
 
 use crate::model::{
-    Counts, Cursor, GameLine, HistoryPoint, LeaderLine, RecordError, Recorded, Standing, at, ms,
+    Counts, Cursor, GameLine, HistoryPoint, LeaderLine, RecordError, Recorded, Standing, ms,
     rate_pair,
 };
-use crate::pg::{move_from_json, moves_json, standing, variant_of};
+use crate::rows::{self, moves_json, standing};
 use crate::store::{RatingStore, StoreError, check, distinct_where};
 
 /// The rating service's SQLite migrations (`migrations/sqlite/rating/`), tracked in their
@@ -44,10 +44,6 @@ impl SqliteStore {
         MIGRATOR.run(&pool).await?;
         Ok(SqliteStore { pool })
     }
-}
-
-fn opt_ms(t: Option<i64>) -> Option<time::OffsetDateTime> {
-    t.map(at)
 }
 
 impl RatingStore for SqliteStore {
@@ -111,13 +107,13 @@ impl RatingStore for SqliteStore {
                 .fetch_optional(&mut *tx)
                 .await?;
                 before.push(match row {
-                    Some(r) => standing(r.0, r.1, r.2, r.3, opt_ms(r.4)),
+                    Some(r) => standing(r.0, r.1, r.2, r.3, r.4),
                     None => standing(
                         frontier_glicko2::INITIAL.rating,
                         frontier_glicko2::INITIAL.rd,
                         frontier_glicko2::INITIAL.volatility,
                         0,
-                        None,
+                        None::<i64>,
                     ),
                 });
             }
@@ -158,19 +154,17 @@ impl RatingStore for SqliteStore {
     }
 
     async fn standings(&self, player: Uuid) -> Result<Vec<(Variant, Standing)>, StoreError> {
-        let rows: Vec<(String, f64, f64, f64, i32, Option<i64>)> = sqlx::query_as(
+        let rows: Vec<rows::StandingRow<i64>> = sqlx::query_as(
             "SELECT variant, rating, rd, volatility, rated_games, last_rated_at_ms FROM ratings WHERE player_id = $1",
         )
         .bind(player)
         .fetch_all(&self.pool)
         .await?;
-        rows.into_iter()
-            .map(|r| Ok((variant_of(&r.0)?, standing(r.1, r.2, r.3, r.4, opt_ms(r.5)))))
-            .collect()
+        rows::standings(rows)
     }
 
     async fn counts(&self, player: Uuid) -> Result<Vec<(Variant, Counts)>, StoreError> {
-        let rows: Vec<(String, i64, i64, i64, i64)> = sqlx::query_as(
+        let rows: Vec<rows::CountsRow> = sqlx::query_as(
             "SELECT variant,
                 count(*) FILTER (WHERE result <> 'aborted'),
                 count(*) FILTER (WHERE (result = 'white' AND white_id = $1) OR (result = 'black' AND black_id = $1)),
@@ -181,20 +175,7 @@ impl RatingStore for SqliteStore {
         .bind(player)
         .fetch_all(&self.pool)
         .await?;
-        let n = |x: i64| u64::try_from(x).unwrap_or(0);
-        rows.into_iter()
-            .map(|r| {
-                Ok((
-                    variant_of(&r.0)?,
-                    Counts {
-                        games: n(r.1),
-                        wins: n(r.2),
-                        draws: n(r.3),
-                        losses: n(r.4),
-                    },
-                ))
-            })
-            .collect()
+        rows::counts(rows)
     }
 
     async fn games(
@@ -207,8 +188,7 @@ impl RatingStore for SqliteStore {
         // The newest page starts after every game: at the end of time.
         let (before_ms, before_id) =
             before.map_or((i64::MAX, Uuid::max()), |c| (ms(c.ended), c.id));
-        #[allow(clippy::type_complexity)]
-        let rows: Vec<(Uuid, String, bool, Uuid, String, Uuid, String, String, String, i64)> =
+        let rows: Vec<rows::GameRow<i64>> =
             sqlx::query_as(
                 "SELECT id, variant, rated, white_id, white_name, black_id, black_name, result, outcome, ended_at_ms
                  FROM games
@@ -225,20 +205,7 @@ impl RatingStore for SqliteStore {
             .bind(i64::try_from(limit).unwrap_or(i64::MAX))
             .fetch_all(&self.pool)
             .await?;
-        rows.into_iter()
-            .map(|r| {
-                Ok(GameLine {
-                    id: r.0,
-                    variant: variant_of(&r.1)?,
-                    rated: r.2,
-                    white: (r.3, r.4),
-                    black: (r.5, r.6),
-                    result: r.7,
-                    outcome: r.8,
-                    ended: at(r.9),
-                })
-            })
-            .collect()
+        rows::game_lines(rows)
     }
 
     async fn history(
@@ -246,22 +213,14 @@ impl RatingStore for SqliteStore {
         player: Uuid,
         variant: Variant,
     ) -> Result<Vec<HistoryPoint>, StoreError> {
-        let rows: Vec<(Uuid, f64, f64, i64)> = sqlx::query_as(
+        let rows: Vec<rows::HistoryRow<i64>> = sqlx::query_as(
             "SELECT game_id, rating, rd, at_ms FROM rating_history WHERE player_id = $1 AND variant = $2 ORDER BY at_ms, game_id",
         )
         .bind(player)
         .bind(variant.name())
         .fetch_all(&self.pool)
         .await?;
-        Ok(rows
-            .into_iter()
-            .map(|r| HistoryPoint {
-                game_id: r.0,
-                rating: r.1,
-                rd: r.2,
-                at: at(r.3),
-            })
-            .collect())
+        Ok(rows::history(rows))
     }
 
     async fn leaderboard(
@@ -270,7 +229,7 @@ impl RatingStore for SqliteStore {
         max_rd: f64,
         limit: usize,
     ) -> Result<Vec<LeaderLine>, StoreError> {
-        let rows: Vec<(Uuid, Option<String>, f64, f64, i32)> = sqlx::query_as(
+        let rows: Vec<rows::LeaderRow> = sqlx::query_as(
             "SELECT r.player_id,
                 (SELECT CASE WHEN g.white_id = r.player_id THEN g.white_name ELSE g.black_name END
                  FROM rating_history h JOIN games g ON g.id = h.game_id
@@ -286,16 +245,7 @@ impl RatingStore for SqliteStore {
         .bind(i64::try_from(limit).unwrap_or(i64::MAX))
         .fetch_all(&self.pool)
         .await?;
-        Ok(rows
-            .into_iter()
-            .map(|r| LeaderLine {
-                player_id: r.0,
-                name: r.1.unwrap_or_default(),
-                rating: r.2,
-                rd: r.3,
-                rated_games: u32::try_from(r.4).unwrap_or(0),
-            })
-            .collect())
+        Ok(rows::leaders(rows))
     }
 
     async fn players_with_games(&self, players: &[Uuid]) -> Result<Vec<Uuid>, StoreError> {
@@ -328,51 +278,38 @@ impl RatingStore for SqliteStore {
         else {
             return Ok(None);
         };
-        let initial: Option<i64> = row.try_get("initial_seconds")?;
-        let increment: Option<i64> = row.try_get("increment_seconds")?;
         let moves: String = row.try_get("moves")?;
         let moves: Value = serde_json::from_str(&moves)
             .map_err(|e| StoreError::Corrupt(format!("stored moves: {e}")))?;
-        let moves = moves
-            .as_array()
-            .ok_or_else(|| StoreError::Corrupt("stored moves are not a list".into()))?
-            .iter()
-            .map(move_from_json)
-            .collect::<Result<Vec<_>, _>>()?;
-        let player = |side: &str| -> Result<games::Player, StoreError> {
-            let id = row.try_get::<Uuid, _>(&*format!("{side}_id"))?;
-            let bot: bool = row.try_get(&*format!("{side}_bot"))?;
-            Ok(games::Player {
-                id: id.to_string(),
+        let side = |side: &str| -> Result<rows::SideColumns, StoreError> {
+            Ok(rows::SideColumns {
+                id: row.try_get(&*format!("{side}_id"))?,
                 name: row.try_get(&*format!("{side}_name"))?,
                 guest: row.try_get(&*format!("{side}_guest"))?,
-                bot,
-                bot_level: crate::store::stored_bot_level(id, bot),
+                bot: row.try_get(&*format!("{side}_bot"))?,
             })
         };
-        let variant = variant_of(&row.try_get::<String, _>("variant")?)?;
-        let seconds = |s: Option<i64>| u32::try_from(s.unwrap_or(0)).unwrap_or(0);
-        Ok(Some(games::FinishedGame {
-            game_id: row.try_get::<Uuid, _>("id")?.to_string(),
-            variant: frontier_platform::convert::variant_to_proto(variant).into(),
+        rows::GameColumns {
+            id: row.try_get("id")?,
+            variant: row.try_get("variant")?,
             rated: row.try_get("rated")?,
-            time_control: initial.map(|i| games::TimeControl {
-                initial_seconds: seconds(Some(i)),
-                increment_seconds: seconds(increment),
-            }),
-            white: Some(player("white")?),
-            black: Some(player("black")?),
+            initial_seconds: row.try_get("initial_seconds")?,
+            increment_seconds: row.try_get("increment_seconds")?,
+            white: side("white")?,
+            black: side("black")?,
             result: row.try_get("result")?,
             outcome: row.try_get("outcome")?,
             moves,
             created_at_ms: row.try_get("created_at_ms")?,
             started_at_ms: row.try_get("started_at_ms")?,
             ended_at_ms: row.try_get("ended_at_ms")?,
+            start_fen: row.try_get("start_fen")?,
+            final_fen: row.try_get("final_fen")?,
             initial_layout: row.try_get("initial_layout")?,
             salt: row.try_get("salt")?,
             commitment: row.try_get("commitment")?,
-            final_fen: row.try_get("final_fen")?,
-            start_fen: row.try_get("start_fen")?,
-        }))
+        }
+        .finished()
+        .map(Some)
     }
 }
