@@ -166,19 +166,14 @@ async fn a_flag_falls(p: &Platform) -> anyhow::Result<()> {
     step("a flag");
     let mut white = Client::guest(p.gateways[0], "white").await?;
     let mut black = Client::guest(p.gateways[1], "black").await?;
-    white
-        .send(json!({"type": "create_board", "id": "c", "variant": "standard", "color": "white", "clock": {"minutes": 1, "increment": 0}}))
-        .await?;
-    let created = white
-        .until("created", |v| v["type"] == "board_created")
-        .await?;
-    let game = created["game_id"].as_str().unwrap_or_default().to_owned();
-    black
-        .send(json!({"type": "join_board", "id": "j", "code": created["code"]}))
-        .await?;
-    black
-        .until("joined", |v| v["type"] == "board_joined")
-        .await?;
+    let game = common::start_timed_game(
+        &mut white,
+        &mut black,
+        "standard",
+        "white",
+        json!({"minutes": 1, "increment": 0}),
+    )
+    .await?;
     white.play(&game, "e2e4").await?;
     black.play(&game, "e7e5").await?;
     let end = black

@@ -398,19 +398,14 @@ async fn a_reconnect_resumes_without_loss_or_doubling(w: &Wiring) -> anyhow::Res
 async fn a_flag_falls_without_a_message(w: &Wiring) -> anyhow::Result<()> {
     let mut white = Client::guest(w.gateway(0), "white").await?;
     let mut black = Client::guest(w.gateway(1), "black").await?;
-    white
-        .send(json!({"type": "create_board", "id": "c", "variant": "standard", "color": "white", "clock": {"minutes": 1, "increment": 0}}))
-        .await?;
-    let created = white
-        .until("created", |v| v["type"] == "board_created")
-        .await?;
-    let game = created["game_id"].as_str().unwrap_or_default().to_owned();
-    black
-        .send(json!({"type": "join_board", "id": "j", "code": created["code"]}))
-        .await?;
-    black
-        .until("joined", |v| v["type"] == "board_joined")
-        .await?;
+    let game = common::start_timed_game(
+        &mut white,
+        &mut black,
+        "standard",
+        "white",
+        json!({"minutes": 1, "increment": 0}),
+    )
+    .await?;
     white.play(&game, "e2e4").await?;
     black.play(&game, "e7e5").await?;
     // White's clock (one shortened minute) now runs; nobody sends anything.

@@ -765,9 +765,22 @@ pub async fn start_game(
     variant: &str,
     color: &str,
 ) -> anyhow::Result<String> {
-    creator
-        .send(json!({"type": "create_board", "id": "c", "variant": variant, "color": color}))
-        .await?;
+    start_timed_game(creator, joiner, variant, color, Value::Null).await
+}
+
+/// [`start_game`] with a clock (`{"minutes", "increment"}`; `null`: none).
+pub async fn start_timed_game(
+    creator: &mut Client,
+    joiner: &mut Client,
+    variant: &str,
+    color: &str,
+    clock: Value,
+) -> anyhow::Result<String> {
+    let mut create = json!({"type": "create_board", "id": "c", "variant": variant, "color": color});
+    if !clock.is_null() {
+        create["clock"] = clock;
+    }
+    creator.send(create).await?;
     let created = creator
         .until("board_created", |v| v["type"] == "board_created")
         .await?;
