@@ -1472,7 +1472,7 @@ struct Feed {
     /// A frame came since the follower's last heartbeat.
     heard: AtomicBool,
     /// The board still counts as waiting for a second player: a version past 1 wakes the
-    /// follower.
+    /// follower, which clears this once the count is told.
     waiting: AtomicBool,
     /// What the follower must do ([`Feed::GAP`], [`Feed::STOP`], [`Feed::JOINED`]).
     needs: AtomicU8,
@@ -1667,7 +1667,7 @@ impl<A: Accounts> Follower<A> {
             Ok((seat, false)) => seat,
             Err(refusal) => return self.fail(refusal),
         };
-        let mut waiting = !self.past_waiting();
+        let waiting = !self.past_waiting();
         if !waiting {
             self.left_waiting().await;
         }
@@ -1739,8 +1739,9 @@ impl<A: Accounts> Follower<A> {
             if self.relayed.ended() {
                 return self.left_waiting().await;
             }
-            if waiting && (needs & Feed::JOINED != 0 || self.past_waiting()) {
-                waiting = false;
+            if feed.waiting.load(Ordering::Acquire)
+                && (needs & Feed::JOINED != 0 || self.past_waiting())
+            {
                 feed.waiting.store(false, Ordering::Release);
                 self.left_waiting().await;
             }
