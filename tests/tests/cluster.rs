@@ -164,23 +164,7 @@ async fn hidden_fools_mate(p: &Platform) -> anyhow::Result<()> {
 /// (walking every deadline shard) ends it.
 async fn a_flag_falls(p: &Platform) -> anyhow::Result<()> {
     step("a flag");
-    let mut white = Client::guest(p.gateways[0], "white").await?;
-    let mut black = Client::guest(p.gateways[1], "black").await?;
-    let game = common::start_timed_game(
-        &mut white,
-        &mut black,
-        "standard",
-        "white",
-        json!({"minutes": 1, "increment": 0}),
-    )
-    .await?;
-    white.play(&game, "e2e4").await?;
-    black.play(&game, "e7e5").await?;
-    let end = black
-        .until("the flag", |v| {
-            v["type"] == "event" && !v["outcome"].is_null()
-        })
-        .await?;
+    let end = common::play_to_the_flag(p.gateways[0], p.gateways[1]).await?;
     assert_eq!(
         end["outcome"],
         json!({"result": "black", "reason": "timeout"})

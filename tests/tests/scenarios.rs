@@ -396,24 +396,7 @@ async fn a_reconnect_resumes_without_loss_or_doubling(w: &Wiring) -> anyhow::Res
 }
 
 async fn a_flag_falls_without_a_message(w: &Wiring) -> anyhow::Result<()> {
-    let mut white = Client::guest(w.gateway(0), "white").await?;
-    let mut black = Client::guest(w.gateway(1), "black").await?;
-    let game = common::start_timed_game(
-        &mut white,
-        &mut black,
-        "standard",
-        "white",
-        json!({"minutes": 1, "increment": 0}),
-    )
-    .await?;
-    white.play(&game, "e2e4").await?;
-    black.play(&game, "e7e5").await?;
-    // White's clock (one shortened minute) now runs; nobody sends anything.
-    let end = black
-        .until("the flag", |v| {
-            v["type"] == "event" && !v["outcome"].is_null()
-        })
-        .await?;
+    let end = common::play_to_the_flag(w.gateway(0), w.gateway(1)).await?;
     assert_eq!(
         end["outcome"],
         json!({"result": "black", "reason": "timeout"})

@@ -757,6 +757,30 @@ impl Client {
     }
 }
 
+/// Two guests, White on `white_at` and Black on `black_at`, start a standard game of one
+/// minute (shortened by the harness), play a move each, and then send nothing: the event
+/// that ended the game, as Black received it (its outcome is the caller's to check).
+pub async fn play_to_the_flag(white_at: SocketAddr, black_at: SocketAddr) -> anyhow::Result<Value> {
+    let mut white = Client::guest(white_at, "white").await?;
+    let mut black = Client::guest(black_at, "black").await?;
+    let game = start_timed_game(
+        &mut white,
+        &mut black,
+        "standard",
+        "white",
+        json!({"minutes": 1, "increment": 0}),
+    )
+    .await?;
+    white.play(&game, "e2e4").await?;
+    black.play(&game, "e7e5").await?;
+    // White's clock now runs; nobody sends anything.
+    black
+        .until("the flag", |v| {
+            v["type"] == "event" && !v["outcome"].is_null()
+        })
+        .await
+}
+
 /// Creates a board on `creator`'s connection and joins it from `joiner`'s; returns the game
 /// id once both have seen the start (version 2).
 pub async fn start_game(
