@@ -499,12 +499,15 @@ function bindLobby() {
     const m = v.match(/([0-9a-f]{8}-[0-9a-f-]{27,})/i);
     location.hash = `#/game/${m ? m[1] : v}`;
   };
+  // Only the field that changed is recorded. Copying every field of the form would let a
+  // form drawn before a choice was made (the lobby drawn again by a `status` that came in
+  // between) write its stale values over that choice: atomic picked, then the colour
+  // picked on the redrawn form, and the game started as standard.
   const remember = (form, choice) => {
-    form.oninput = form.onchange = () => {
-      for (const k of Object.keys(choice)) {
-        const field = form.elements[k];
-        if (field) choice[k] = field.type === 'checkbox' ? field.checked : field.value;
-      }
+    form.oninput = form.onchange = (e) => {
+      const field = e.target;
+      if (!field || !Object.hasOwn(choice, field.name)) return;
+      choice[field.name] = field.type === 'checkbox' ? field.checked : field.value;
     };
   };
   remember($('#seek'), seekChoice);
