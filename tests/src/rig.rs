@@ -210,8 +210,13 @@ impl Rig {
                             sessions.clone(),
                             "--rating-url".into(),
                             url(Service::Rating, i),
+                            // Every matchmaking instance: the gateway fails over between
+                            // them, so killing one refuses no seek.
                             "--matchmaking-url".into(),
-                            url(Service::Matchmaking, i),
+                            (0..n)
+                                .map(|k| url(Service::Matchmaking, (i + k) % n))
+                                .collect::<Vec<_>>()
+                                .join(","),
                             "--public-url".into(),
                             format!("http://{}", listen.expect("a gateway listens")),
                         ]);

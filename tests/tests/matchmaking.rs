@@ -248,3 +248,149 @@ async fn a_disconnect_removes_the_ticket_after_the_grace() -> anyhow::Result<()>
     platform.stop().await;
     Ok(())
 }
+
+/// Two matchmaking instances behind one gateway, the first of which is dead (nothing
+/// listens there): every seek, cancel and status is served by the live one. Before, the
+/// gateway took one matchmaking URL, and losing its instance refused every seek
+/// (`unavailable`) until it came back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_dead_matchmaking_instance_refuses_no_seek_another_can_serve() -> anyhow::Result<()> {
+    let dead = {
+        // A port that was free a moment ago and that nothing listens on now.
+        let port = frontier_testkit::free_port()?;
+        format!("http://127.0.0.1:{port}")
+    };
+    let platform = Platform::start_matchmade_with(
+        1,
+        1,
+        1,
+        &["--bot-after", "0"],
+        &[("--matchmaking-url", &format!("{dead},{{matchmakers}}"))],
+    )
+    .await?;
+    for i in 0..6 {
+        let mut guest = Client::guest(platform.gateways[0], &format!("g{i}")).await?;
+        guest
+            .send(json!({"type": "seek", "id": "s", "pools": [pool("standard", 30, 0, false)]}))
+            .await?;
+        let answer = reply_to(&mut guest, "s").await?;
+        assert_eq!(answer["type"], "seeking", "seek {i}: {answer}");
+        guest.send(json!({"type": "status", "id": "st"})).await?;
+        let status = reply_to(&mut guest, "st").await?;
+        assert_eq!(status["type"], "status", "status {i}: {status}");
+        guest
+            .send(json!({"type": "cancel_seek", "id": "c"}))
+            .await?;
+        let cancelled = reply_to(&mut guest, "c").await?;
+        assert_eq!(cancelled["cancelled"], true, "cancel {i}: {cancelled}");
+    }
+    platform.stop().await;
+    Ok(())
+}
+
+/// `seeking` is answered as soon as matchmaking took the seek, without waiting for the
+/// lapse of the player's rematch offers at game-session. Here the gateway's game-session
+/// accepts connections and never answers: before, `seeking` never came.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn seeking_does_not_wait_for_game_session() -> anyhow::Result<()> {
+    let silent = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    let silent_url = format!("http://{}", silent.local_addr()?);
+    let held = tokio::spawn(async move {
+        let mut kept = Vec::new();
+        while let Ok((socket, _)) = silent.accept().await {
+            kept.push(socket);
+        }
+    });
+    let platform = Platform::start_matchmade_with(
+        1,
+        1,
+        1,
+        &["--bot-after", "0"],
+        &[("--game-session-urls", &silent_url)],
+    )
+    .await?;
+    let mut guest = Client::guest(platform.gateways[0], "g").await?;
+    guest
+        .send(json!({"type": "seek", "id": "s", "pools": [pool("atomic", 30, 0, false)]}))
+        .await?;
+    let answer = reply_to(&mut guest, "s").await?;
+    assert_eq!(answer["type"], "seeking", "{answer}");
+    held.abort();
+    platform.stop().await;
+    Ok(())
+}
+
+/// A cancel that arrives after the pairing's game exists answers `already_matched`, never
+/// `seek_cancelled` with `cancelled: false` (which read as "you were not seeking" while the
+/// game started); the `matched` notice is the player's either way.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_cancel_that_lost_the_race_to_a_pairing_is_already_matched() -> anyhow::Result<()> {
+    let platform = Platform::start_matchmade(1, 1, 1, &["--bot-after", "0"]).await?;
+    let mut alice = Client::guest(platform.gateways[0], "alice").await?;
+    let mut bob = Client::guest(platform.gateways[0], "bob").await?;
+    for c in [&mut alice, &mut bob] {
+        c.send(json!({"type": "seek", "id": "s", "pools": [pool("hidden", 15, 10, false)]}))
+            .await?;
+        reply_to(c, "s").await?;
+    }
+    let m = matched(&mut alice).await?;
+    alice
+        .send(json!({"type": "cancel_seek", "id": "c"}))
+        .await?;
+    let answer = reply_to(&mut alice, "c").await?;
+    assert_eq!(
+        (answer["type"].clone(), answer["code"].clone()),
+        (json!("error"), json!("already_matched")),
+        "{answer}"
+    );
+    assert_eq!(matched(&mut bob).await?["game_id"], m["game_id"]);
+    platform.stop().await;
+    Ok(())
+}
+
+/// Both players' connections drop the instant after they seek, so they are paired while
+/// away; both come back within the grace period and `status` gives each their game (or
+/// says `matching`, and the `matched` notice follows), which they then play — it is not
+/// left to be aborted at the first-move limit.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn players_dropped_at_the_pairing_get_their_game_from_status() -> anyhow::Result<()> {
+    let platform = Platform::start_matchmade(2, 1, 2, &["--bot-after", "0"]).await?;
+    let mut tokens = Vec::new();
+    for (i, name) in ["white?", "black?"].into_iter().enumerate() {
+        let (token, id) = common::guest_token(platform.gateways[i]).await?;
+        let mut c = Client::with_token(platform.gateways[i], name, &token, &id).await?;
+        c.send(json!({"type": "seek", "id": "s", "pools": [pool("standard", 10, 0, false)]}))
+            .await?;
+        reply_to(&mut c, "s").await?;
+        c.close().await;
+        tokens.push((token, id));
+    }
+    let mut games = Vec::new();
+    let mut clients = Vec::new();
+    for (i, (token, id)) in tokens.iter().enumerate() {
+        // Back on the other gateway.
+        let at = platform.gateways[1 - i];
+        let mut c = Client::with_token(at, &format!("back{i}"), token, id).await?;
+        c.send(json!({"type": "status", "id": "st"})).await?;
+        let status = reply_to(&mut c, "st").await?;
+        let notice = if status["matched"].is_null() {
+            // Being made, or not yet paired: the `matched` notice comes here.
+            anyhow::ensure!(
+                status["matching"] == true || !status["seeking"].is_null(),
+                "player {i} is neither seeking, being matched nor matched: {status}"
+            );
+            matched(&mut c).await?
+        } else {
+            status["matched"].clone()
+        };
+        games.push((notice["game_id"].clone(), notice["color"].clone()));
+        clients.push(c);
+    }
+    assert_eq!(games[0].0, games[1].0, "one game for both");
+    let game = games[0].0.as_str().context("game id")?.to_owned();
+    let white = if games[0].1 == "white" { 0 } else { 1 };
+    let version = clients[white].play(&game, "e2e4").await?;
+    clients[1 - white].event(&game, version).await?;
+    platform.stop().await;
+    Ok(())
+}

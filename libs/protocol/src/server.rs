@@ -166,8 +166,12 @@ pub enum ServerMessage {
         id: Option<String>,
         /// The standing seek, if any.
         seeking: Option<SeekStanding>,
-        /// The latest match of the last 10 minutes, if any.
+        /// The match of the player's latest seek, of the last 10 minutes, if any.
         matched: Option<Matched>,
+        /// The latest seek has just been paired and its game is being made: `matched`
+        /// follows.
+        #[serde(default)]
+        matching: bool,
     },
     /// A whole game as the receiver may see it.
     Game {

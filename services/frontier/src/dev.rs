@@ -31,7 +31,7 @@ use frontier_game_session::store::MemoryStore;
 use frontier_gateway::accounts::Accounts;
 use frontier_gateway::hashing::{HashPool, PoolLimits};
 use frontier_gateway::hub::{Hub, LocalSource};
-use frontier_gateway::limits::{LimitArgs, Limits};
+use frontier_gateway::limits::{HashArgs, LimitArgs, Limits};
 use frontier_platform::deadlines::MemoryDeadlines;
 use frontier_platform::local_bus::LocalBus;
 use frontier_platform::time::{Clock, SystemClock};
@@ -71,9 +71,10 @@ pub struct DevConfig {
     /// How games are played (as game-session's flags).
     #[command(flatten)]
     pub play: frontier_game_session::config::PlayArgs,
-    /// Password hashing and the gateway's limits (the Redis-shared ones are off here).
+    /// Password hashing. The abuse limits that gateways share through Redis (guests,
+    /// logins, connections and boards per address or player) are off here, and not offered.
     #[command(flatten)]
-    pub limits: LimitArgs,
+    pub hashing: HashArgs,
     /// Quick match: as `frontier matchmaking`'s flags (e.g. `--bot-after 5s` offers a bot
     /// sooner).
     #[command(flatten, next_help_heading = "Quick match")]
@@ -106,6 +107,25 @@ impl Running {
     }
 }
 
+/// Refuses a test hook variable that this build or this mode would not honour, as every
+/// service does: game-session's when the build has no test hooks (a `test-hooks` build
+/// honours them here too, through `--test-…`); rating's and bot-worker's always (the
+/// single-process mode has no such hook).
+fn refuse_test_variables() -> anyhow::Result<()> {
+    frontier_platform::config::refuse_unbuilt_test_hooks(
+        frontier_game_session::config::TEST_HOOKS_BUILT,
+        frontier_game_session::config::TEST_HOOK_VARIABLES,
+    )?;
+    frontier_platform::config::refuse_unbuilt_test_hooks(
+        false,
+        frontier_rating::TEST_HOOK_VARIABLES,
+    )?;
+    frontier_platform::config::refuse_unbuilt_test_hooks(
+        false,
+        frontier_bot_worker::TEST_HOOK_VARIABLES,
+    )
+}
+
 /// Runs `frontier dev` until `shutdown`.
 pub async fn run(config: DevConfig, shutdown: Shutdown) -> anyhow::Result<()> {
     let listener = TcpListener::bind(config.listen)
@@ -122,11 +142,12 @@ pub async fn start(
     listener: TcpListener,
     shutdown: Shutdown,
 ) -> anyhow::Result<Running> {
+    refuse_test_variables()?;
     let hasher = HashPool::with_limits(PoolLimits {
-        threads: config.limits.hash_threads,
-        queue: config.limits.hash_queue,
-        per_second: config.limits.hash_rate,
-        nice: config.limits.hash_nice,
+        threads: config.hashing.hash_threads,
+        queue: config.hashing.hash_queue,
+        per_second: config.hashing.hash_rate,
+        nice: config.hashing.hash_nice,
     })
     .context("starting the password-hashing threads")?;
     if config.memory {
@@ -262,11 +283,9 @@ async fn start_on<A: Accounts, S: RatingStore>(
         frontier_matchmaking::Service::from_parts(matchmaker)
             .serve(matchmaking_listener, shutdown.clone()),
     );
-    let matchmaking = frontier_gateway::matchmaking::MatchmakingLink {
-        client: MatchmakingClient::new(traced(
-            matchmaking_connector.channel("http://matchmaking.in-process"),
-        )),
-    };
+    let matchmaking = frontier_gateway::matchmaking::MatchmakingLink::over(MatchmakingClient::new(
+        traced(matchmaking_connector.channel("http://matchmaking.in-process")),
+    ));
     // Player notices: game-session's rematch frames travel with the game events,
     // matchmaking's `matched` notices on their own bus.
     let player_notices = frontier_gateway::notices::PlayerNotices::new(&ns);
@@ -282,7 +301,7 @@ async fn start_on<A: Accounts, S: RatingStore>(
         sessions: sessions(),
         hub: Hub::new(Box::new(LocalSource(events))),
         notices: player_notices,
-        limits: Limits::disabled(ns.clone(), config.limits.clone()),
+        limits: Limits::disabled(ns.clone(), LimitArgs::defaults_with(config.hashing.clone())),
         readiness: frontier_platform::admin::Readiness::new(),
         ns,
         settings: frontier_gateway::Settings {

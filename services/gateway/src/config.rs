@@ -32,10 +32,17 @@ pub struct Config {
     /// Without it the dashboard routes answer 503 `unavailable`.
     #[arg(long, env = "FRONTIER_RATING_URL")]
     pub rating_url: Option<String>,
-    /// The matchmaking service (quick match), e.g. `http://127.0.0.1:50054`; without it
+    /// The matchmaking instances (quick match), comma-separated, e.g.
+    /// `http://10.0.0.5:50054,http://10.0.0.6:50054` (or one service address): calls go
+    /// round them, and one that cannot be reached is retried on the next. Without any,
     /// `seek` answers `unavailable`.
-    #[arg(long, env = "FRONTIER_MATCHMAKING_URL")]
-    pub matchmaking_url: Option<String>,
+    #[arg(
+        long,
+        alias = "matchmaking-urls",
+        env = "FRONTIER_MATCHMAKING_URL",
+        value_delimiter = ','
+    )]
+    pub matchmaking_url: Vec<String>,
     /// The public base URL of the site, for invite links.
     #[arg(
         long,

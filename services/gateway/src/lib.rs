@@ -85,10 +85,43 @@ pub struct AppState<A> {
     pub connections: tokio_util::task::TaskTracker,
 }
 
+use frontier_platform::admin::Zeroed;
+/// The gateway's counters and gauges, exported at zero from the start.
+const ZEROED: &[Zeroed] = &[
+    Zeroed::by(
+        "frontier_gateway_refusals_total",
+        "reason",
+        &[
+            "guest_rate",
+            "register_rate",
+            "login_rate",
+            "board_rate",
+            "ws_address",
+            "ws_player",
+            "ws_messages",
+            "hash_busy",
+            "waiting_boards",
+        ],
+    ),
+    Zeroed::plain("frontier_gateway_relayed_frames_total"),
+    Zeroed::by(
+        "frontier_gateway_ws_messages_total",
+        "type",
+        &["move", "other"],
+    ),
+    Zeroed::by(
+        "frontier_gateway_ws_errors_total",
+        "code",
+        &["internal", "unavailable"],
+    ),
+];
+const GAUGES: &[&str] = &["frontier_gateway_ws_connections"];
+
 /// Builds the state from configuration: connects to Postgres (and applies the gateway's own
 /// migrations: accounts), NATS, Redis, and (lazily) game-session and the rating service;
 /// starts the password-hashing threads and the guest clean-up.
 pub async fn build(config: &Config) -> anyhow::Result<Service> {
+    frontier_platform::admin::start_at_zero(ZEROED, GAUGES);
     // The state's own signal: `Service::serve` trips it when the caller's signal comes.
     let shutdown = Shutdown::new();
     let ns = Namespace::new(&config.namespace.namespace).map_err(anyhow::Error::msg)?;
@@ -110,10 +143,10 @@ pub async fn build(config: &Config) -> anyhow::Result<Service> {
         .await
         .context("connecting to Redis")?;
     let hasher = HashPool::with_limits(hashing::PoolLimits {
-        threads: config.limits.hash_threads,
-        queue: config.limits.hash_queue,
-        per_second: config.limits.hash_rate,
-        nice: config.limits.hash_nice,
+        threads: config.limits.hashing.hash_threads,
+        queue: config.limits.hashing.hash_queue,
+        per_second: config.limits.hashing.hash_rate,
+        nice: config.limits.hashing.hash_nice,
     })
     .context("starting the password-hashing threads")?;
     let ratings = config
@@ -130,10 +163,8 @@ pub async fn build(config: &Config) -> anyhow::Result<Service> {
         config.limits.guest_sweep_batch,
         shutdown.clone(),
     ));
-    let matchmaking = config
-        .matchmaking_url
-        .as_deref()
-        .map(matchmaking::MatchmakingLink::connect)
+    let matchmaking = (!config.matchmaking_url.is_empty())
+        .then(|| matchmaking::MatchmakingLink::connect(&config.matchmaking_url))
         .transpose()?;
     let notices = notices::PlayerNotices::new(&ns);
     notices

@@ -313,10 +313,13 @@ async fn left<A: Accounts>(state: &AppState<A>, link: &MatchmakingLink, player: 
     if state.limits.player_connections(player).await != Some(0) {
         return;
     }
-    let mut client = link.client.clone();
-    if let Err(status) = client
-        .leave(mm::PlayerRequest {
-            player_id: player.to_owned(),
+    let request = mm::PlayerRequest {
+        player_id: player.to_owned(),
+    };
+    if let Err(status) = link
+        .call(|mut c| {
+            let request = request.clone();
+            async move { c.leave(request).await }
         })
         .await
     {
@@ -829,12 +832,15 @@ impl<A: Accounts> Connection<A> {
         let Some(link) = self.state.matchmaking.clone() else {
             return;
         };
-        let mut client = link.client;
         let request = mm::PlayerRequest {
             player_id: player.to_owned(),
         };
         tokio::spawn(async move {
-            if let Err(status) = client.status(request).await {
+            let status = link.call(|mut c| {
+                let request = request.clone();
+                async move { c.status(request).await }
+            });
+            if let Err(status) = status.await {
                 tracing::debug!(%status, "matchmaking status at connect");
             }
         });
@@ -971,24 +977,28 @@ impl<A: Accounts> Connection<A> {
         let Some(link) = self.matchmaking(id) else {
             return;
         };
-        let mut client = link.client;
         let player_id = player.id.clone();
-        match client
-            .seek(mm::SeekRequest {
-                player: Some(player),
-                pools: wire,
-            })
-            .await
-        {
+        let request = mm::SeekRequest {
+            player: Some(player),
+            pools: wire,
+        };
+        let answer = link.call(|mut c| {
+            let request = request.clone();
+            async move { c.seek(request).await }
+        });
+        match answer.await {
             Ok(r) => {
-                let r = r.into_inner();
-                // Going to quick match: the player's standing rematch offers lapse.
-                lapse_rematches(&self.state, &player_id, None, pb::LapseReason::Seeking).await;
                 self.send(&ServerMessage::Seeking {
                     id: id.map(str::to_owned),
                     pools: r.pools.iter().filter_map(|k| pool_from_key(k)).collect(),
                     estimated_wait_ms: r.estimated_wait_ms,
                     replaced: r.replaced,
+                });
+                // Going to quick match: the player's standing rematch offers lapse. After
+                // the answer, and off this connection's loop: the player is told at once.
+                let state = self.state.clone();
+                tokio::spawn(async move {
+                    lapse_rematches(&state, &player_id, None, pb::LapseReason::Seeking).await;
                 });
             }
             Err(status) => self.refused(id, None, status.into()),
@@ -1000,16 +1010,17 @@ impl<A: Accounts> Connection<A> {
         let Some(link) = self.matchmaking(id) else {
             return;
         };
-        let mut client = link.client;
-        match client
-            .cancel_seek(mm::PlayerRequest {
-                player_id: player.to_owned(),
-            })
-            .await
-        {
+        let request = mm::PlayerRequest {
+            player_id: player.to_owned(),
+        };
+        let answer = link.call(|mut c| {
+            let request = request.clone();
+            async move { c.cancel_seek(request).await }
+        });
+        match answer.await {
             Ok(r) => self.send(&ServerMessage::SeekCancelled {
                 id: id.map(str::to_owned),
-                cancelled: r.into_inner().cancelled,
+                cancelled: r.cancelled,
             }),
             Err(status) => self.refused(id, None, status.into()),
         }
@@ -1020,15 +1031,15 @@ impl<A: Accounts> Connection<A> {
         let Some(link) = self.matchmaking(id) else {
             return;
         };
-        let mut client = link.client;
-        match client
-            .status(mm::PlayerRequest {
-                player_id: player.to_owned(),
-            })
-            .await
-        {
+        let request = mm::PlayerRequest {
+            player_id: player.to_owned(),
+        };
+        let answer = link.call(|mut c| {
+            let request = request.clone();
+            async move { c.status(request).await }
+        });
+        match answer.await {
             Ok(r) => {
-                let r = r.into_inner();
                 let seeking = (!r.pools.is_empty()).then(|| SeekStanding {
                     pools: r.pools.iter().filter_map(|k| pool_from_key(k)).collect(),
                     since: r.since_ms,
@@ -1037,6 +1048,7 @@ impl<A: Accounts> Connection<A> {
                     id: id.map(str::to_owned),
                     seeking,
                     matched: r.matched.and_then(matched_from_proto),
+                    matching: r.matching,
                 });
             }
             Err(status) => self.refused(id, None, status.into()),

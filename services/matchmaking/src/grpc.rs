@@ -159,6 +159,7 @@ impl<G: GameMaker, N: Notifier, R: RatingSource, T: TicketStore> Matchmaking
             pools,
             since_ms,
             matched: status.matched.as_ref().map(matched_to_proto),
+            matching: status.matching,
         }))
     }
 

@@ -64,9 +64,24 @@ pub struct Service<G = GameSessionMaker, N = NatsNotifier, R = Ratingsource, T =
     pub readiness: Readiness,
 }
 
+use frontier_platform::admin::Zeroed;
+/// Matchmaking's counters, exported at zero from the start.
+const ZEROED: &[Zeroed] = &[
+    Zeroed::by(
+        "frontier_matchmaking_cancellations_total",
+        "reason",
+        &["cancel", "disconnect"],
+    ),
+    Zeroed::plain("frontier_matchmaking_conflicts_total"),
+    Zeroed::plain("frontier_matchmaking_restored_total"),
+    Zeroed::plain("frontier_matchmaking_rating_lookup_failures_total"),
+];
+const GAUGES: &[&str] = &[];
+
 /// Builds an instance from configuration: connects to Redis and NATS (game-session and the
 /// rating service lazily).
 pub async fn build(config: &Config) -> anyhow::Result<Service> {
+    frontier_platform::admin::start_at_zero(ZEROED, GAUGES);
     let ns = Namespace::new(&config.namespace.namespace).map_err(anyhow::Error::msg)?;
     let conn = config
         .redis

@@ -152,8 +152,10 @@ pub struct SeekAnswer {
 pub struct Status {
     /// The pools of the standing seek and since when (Unix ms), if any.
     pub seeking: Option<(Vec<String>, u64)>,
-    /// The latest `matched` notice of the last 10 minutes.
+    /// The `matched` notice of the player's latest seek, of the last 10 minutes.
     pub matched: Option<MatchedNotice>,
+    /// The latest seek has been paired and its game is being made.
+    pub matching: bool,
 }
 
 /// Timing of the steps.
@@ -297,7 +299,7 @@ impl<G: GameMaker, N: Notifier, R: RatingSource, T: TicketStore> Matchmaker<G, N
                     .increment(1);
                 Ok(true)
             }
-            Cancelled::TooLate => Err(MatchError::AlreadyMatched),
+            Cancelled::TooLate | Cancelled::Matched => Err(MatchError::AlreadyMatched),
             Cancelled::Nothing => Ok(false),
         }
     }
@@ -306,17 +308,20 @@ impl<G: GameMaker, N: Notifier, R: RatingSource, T: TicketStore> Matchmaker<G, N
     /// a pending lapse is called off.
     pub async fn status(&self, player: &str) -> Result<Status, MatchError> {
         self.store.stay(player).await?;
-        let seeking = self
-            .store
-            .ticket(player)
-            .await?
+        let ticket = self.store.ticket(player).await?;
+        let matching = ticket.as_ref().is_some_and(|(_, claimed)| *claimed);
+        let seeking = ticket
             .filter(|(_, claimed)| !claimed)
             .map(|(t, _)| (t.pools, t.since_ms));
         let matched = match self.store.notice(player).await? {
             Some(json) => serde_json::from_str(&json).ok(),
             None => None,
         };
-        Ok(Status { seeking, matched })
+        Ok(Status {
+            seeking,
+            matched,
+            matching,
+        })
     }
 
     /// The player's last connection closed: their seek lapses after the grace period.

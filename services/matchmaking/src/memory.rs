@@ -102,6 +102,8 @@ impl TicketStore for MemoryTickets {
             },
         );
         state.leaving.remove(player);
+        // A new seek: the last one's notice is forgotten (as the Redis store does).
+        state.notices.remove(player);
         Ok(replaced)
     }
 
@@ -110,10 +112,17 @@ impl TicketStore for MemoryTickets {
         player: &str,
         generation: Option<&str>,
     ) -> Result<Cancelled, StoreError> {
+        let now = self.now_ms();
         let mut state = self.lock();
         state.leaving.remove(player);
         let Some(current) = state.tickets.get_mut(player) else {
-            return Ok(Cancelled::Nothing);
+            let matched = generation.is_none()
+                && state.notices.get(player).is_some_and(|(_, exp)| *exp > now);
+            return Ok(if matched {
+                Cancelled::Matched
+            } else {
+                Cancelled::Nothing
+            });
         };
         if generation.is_some_and(|g| g != current.ticket.generation) {
             return Ok(Cancelled::Nothing);

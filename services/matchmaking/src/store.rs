@@ -8,7 +8,8 @@
 //! - `match:<id>` — a claimed pairing ([`MatchRecord`] as JSON) until its game exists;
 //!   `pending` — those match ids, scored by when an instance may next try to create the
 //!   game (a lease: the instance that claimed it first, another one if it died).
-//! - `matched:<player>` — the latest `matched` notice (JSON), kept 10 minutes for `status`.
+//! - `matched:<player>` — the `matched` notice (JSON) of the player's latest seek, kept 10
+//!   minutes for `status` and `cancel`; a new seek deletes it.
 //! - `leaving` — players whose last connection closed, scored by when their seek lapses.
 //! - `waits:<pool key>` — the latest times to pair (ms), newest first, 100 at most.
 //! - `history:<player>` — `opp` (last opponent), `colors` (latest colours, `w`/`b`).
@@ -54,7 +55,7 @@ for i = 6, #ARGV do
   table.insert(pools, ARGV[i])
   redis.call('ZADD', prefix .. 'pool:' .. ARGV[i], ARGV[5], player)
 end
-redis.call('DEL', KEYS[1])
+redis.call('DEL', KEYS[1], (string.gsub(KEYS[1], 'ticket:', 'matched:', 1)))
 redis.call('HSET', KEYS[1], 'gen', ARGV[3], 'pools', table.concat(pools, ' '), 'body', ARGV[4])
 redis.call('ZREM', prefix .. 'leaving', player)
 return replaced
@@ -62,12 +63,17 @@ return replaced
 
 /// Cancels a ticket. KEYS[1] ticket; ARGV prefix, player, gen ('' for any). Returns 0 no
 /// ticket, 1 cancelled, 2 being made into a game (marked: if that fails, it does not come
-/// back).
+/// back), 3 no ticket because the latest seek's game exists (its notice is kept).
 pub const CANCEL_SCRIPT: &str = r#"
 local prefix, player = ARGV[1], ARGV[2]
 redis.call('ZREM', prefix .. 'leaving', player)
 local current = redis.call('HMGET', KEYS[1], 'gen', 'pools', 'claimed')
-if not current[1] then return 0 end
+if not current[1] then
+  if ARGV[3] == '' and redis.call('EXISTS', (string.gsub(KEYS[1], 'ticket:', 'matched:', 1))) == 1 then
+    return 3
+  end
+  return 0
+end
 if ARGV[3] ~= '' and current[1] ~= ARGV[3] then return 0 end
 if current[3] then
   redis.call('HSET', KEYS[1], 'cancelled', '1')
@@ -178,6 +184,9 @@ pub enum Cancelled {
     Cancelled,
     /// Too late: the ticket is being made into a game (it will not come back if that fails).
     TooLate,
+    /// Too late: the player's latest seek was made into a game, which exists (its notice
+    /// is kept for `status`; a new seek forgets it).
+    Matched,
 }
 
 /// Storage failed.
@@ -403,6 +412,7 @@ impl TicketStore for RedisTickets {
         Ok(match outcome {
             1 => Cancelled::Cancelled,
             2 => Cancelled::TooLate,
+            3 => Cancelled::Matched,
             _ => Cancelled::Nothing,
         })
     }

@@ -30,7 +30,8 @@ fn free_port() -> SocketAddr {
 
 /// One matchmaking process.
 fn spawn(addr: SocketAddr, ns: &str, sessions: &str) -> tokio::process::Child {
-    tokio::process::Command::new(env!("CARGO_BIN_EXE_matchmaking"))
+    tokio::process::Command::new(frontier_testkit::frontier_bin())
+        .arg("matchmaking")
         .args([
             "--listen",
             &addr.to_string(),

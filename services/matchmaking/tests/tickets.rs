@@ -201,6 +201,8 @@ on_both_stores!(
     an_instance_that_took_a_pairing_over_never_gives_it_up_on_unreachable,
     the_claimers_restore_is_fenced_by_its_lease,
     recent_waits_and_each_players_history_are_kept,
+    a_cancel_after_the_game_exists_is_already_matched_not_nothing,
+    status_says_matching_while_the_game_is_made_and_forgets_a_match_on_a_new_seek,
 );
 
 fn no_bots() -> PairingConfig {
@@ -417,6 +419,63 @@ async fn cancelling_during_creation_is_too_late_and_the_ticket_does_not_come_bac
     assert_eq!(mm.retry_pending().await.expect("retry").restored, 1);
     assert_eq!(mm.status("a").await.expect("status").seeking, None);
     assert!(mm.status("b").await.expect("status").seeking.is_some());
+}
+
+/// A cancel that lost the race to a pairing whose game already exists: before, the ticket
+/// was simply gone and the cancel answered "nothing to cancel" (`cancelled: false`) while
+/// the game started; now it is `already_matched`. A player with no seek at all still gets
+/// `false`.
+async fn a_cancel_after_the_game_exists_is_already_matched_not_nothing<B: Backend>(
+    world: World<B>,
+) {
+    let mm = world.instance(no_bots()).await;
+    let p = pool("atomic:3+0:casual");
+    mm.seek(seeker("a", false), &[p]).await.expect("seek");
+    mm.seek(seeker("b", false), &[p]).await.expect("seek");
+    assert_eq!(mm.step(&mut || true).await.expect("step").created, 1);
+    assert!(
+        matches!(mm.cancel("a").await, Err(MatchError::AlreadyMatched)),
+        "a cancel after the pairing's game exists"
+    );
+    assert!(matches!(
+        mm.cancel("b").await,
+        Err(MatchError::AlreadyMatched)
+    ));
+    assert!(!mm.cancel("nobody").await.expect("cancel"));
+    // A new seek, cancelled: its cancel is a plain cancel, and the next one finds nothing.
+    mm.seek(seeker("a", false), &[p]).await.expect("seek again");
+    assert!(mm.cancel("a").await.expect("cancel"));
+    assert!(!mm.cancel("a").await.expect("cancel"));
+}
+
+/// `status` while the latest seek's game is being made says `matching` (not "no seek, no
+/// match", which left a reconnected player believing nothing stood), and a match is only
+/// reported for the latest seek: after a new seek, the older game is not offered again.
+async fn status_says_matching_while_the_game_is_made_and_forgets_a_match_on_a_new_seek<
+    B: Backend,
+>(
+    world: World<B>,
+) {
+    let mm = world.instance(no_bots()).await;
+    let p = pool("hidden:3+0:casual");
+    mm.seek(seeker("a", false), &[p]).await.expect("seek");
+    mm.seek(seeker("b", false), &[p]).await.expect("seek");
+    world.games.set(Mode::CreateThenLose);
+    mm.step(&mut || true).await.expect("step");
+    let status = mm.status("a").await.expect("status");
+    assert!(status.matching, "the game is being made");
+    assert_eq!((status.seeking, status.matched), (None, None));
+    // The instance that takes the pairing over makes the game.
+    world.games.set(Mode::Create);
+    world.clock.advance(5_000);
+    mm.retry_pending().await.expect("retry");
+    let status = mm.status("a").await.expect("status");
+    assert!(!status.matching);
+    assert!(status.matched.is_some(), "the latest seek's game");
+    mm.seek(seeker("a", false), &[p]).await.expect("a new seek");
+    let status = mm.status("a").await.expect("status");
+    assert!(status.seeking.is_some());
+    assert_eq!(status.matched, None, "the older game is not the new seek's");
 }
 
 async fn a_seek_lapses_after_the_grace_unless_the_player_is_back<B: Backend>(world: World<B>) {

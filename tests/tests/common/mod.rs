@@ -321,39 +321,46 @@ impl Platform {
         }
         for i in 0..gateways {
             let session = platform.sessions[i % sessions];
-            let mut args = vec![
-                "gateway".to_owned(),
-                "--game-session-urls".into(),
-                format!("http://{session}"),
-                "--nats-url".into(),
-                servers.nats.clone(),
-                "--database-url".into(),
-                database_url.clone(),
-                "--namespace".into(),
-                namespace.clone(),
-                "--jwt-secret".into(),
-                JWT_SECRET.into(),
-                "--public-url".into(),
-                "https://frontier.test".into(),
-                "--rating-url".into(),
-                rating_url.clone(),
-                "--redis-url".into(),
-                servers.redis.clone(),
+            let mut own = vec![
+                ("--game-session-urls", format!("http://{session}")),
+                ("--nats-url", servers.nats.clone()),
+                ("--database-url", database_url.clone()),
+                ("--namespace", namespace.clone()),
+                ("--jwt-secret", JWT_SECRET.into()),
+                ("--public-url", "https://frontier.test".into()),
+                ("--rating-url", rating_url.clone()),
+                ("--redis-url", servers.redis.clone()),
             ];
             if !platform.matchmakers.is_empty() {
-                args.push("--matchmaking-url".into());
-                args.push(format!(
-                    "http://{}",
-                    platform.matchmakers[i % platform.matchmakers.len()]
+                own.push((
+                    "--matchmaking-url",
+                    format!(
+                        "http://{}",
+                        platform.matchmakers[i % platform.matchmakers.len()]
+                    ),
                 ));
             }
-            for (flag, value) in GENEROUS_LIMITS
+            own.extend(GENEROUS_LIMITS.iter().map(|(f, v)| (*f, (*v).to_owned())));
+            // A test's flag replaces the harness's own; `{matchmakers}` in its value stands
+            // for every matchmaking instance's URL, comma-separated.
+            let every_matchmaker = platform
+                .matchmakers
                 .iter()
+                .map(|m| format!("http://{m}"))
+                .collect::<Vec<_>>()
+                .join(",");
+            let mut args = vec!["gateway".to_owned()];
+            for (flag, value) in own
+                .into_iter()
                 .filter(|(flag, _)| !gateway_flags.iter().any(|(f, _)| f == flag))
-                .chain(gateway_flags)
+                .chain(
+                    gateway_flags
+                        .iter()
+                        .map(|(f, v)| (*f, v.replace("{matchmakers}", &every_matchmaker))),
+                )
             {
-                args.push((*flag).to_owned());
-                args.push((*value).to_owned());
+                args.push(flag.to_owned());
+                args.push(value);
             }
             let config = frontier_gateway::Config::try_parse_from(args)?;
             let shutdown = Shutdown::new();
