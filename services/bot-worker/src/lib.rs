@@ -97,10 +97,11 @@ pub struct Config {
     #[arg(long, env = "FRONTIER_BOT_CONCURRENCY")]
     pub concurrency: Option<usize>,
     /// How long a delivered job may go without an acknowledgement (or an in-progress
-    /// signal) before the server hands it to another worker: covers the Hard level's
-    /// budget plus margin. It is a setting of the shared consumer, fixed by the worker
-    /// that creates it.
-    #[arg(long, env = "FRONTIER_BOT_ACK_WAIT", default_value = "15s", value_parser = parse_duration)]
+    /// signal, sent every third of it) before the server hands it to another worker: the
+    /// delay a bot's move suffers when its worker dies mid-think. Short, because a live
+    /// worker signals progress; not shorter than a few round trips to NATS. It is a setting
+    /// of the shared consumer: a worker that starts sets it (create or update).
+    #[arg(long, env = "FRONTIER_BOT_ACK_WAIT", default_value = "3s", value_parser = parse_duration)]
     pub ack_wait: Duration,
     /// Most deliveries of one job (the first included); a job still failing transiently
     /// after them is set aside and counted.
@@ -164,7 +165,7 @@ impl Default for Settings {
     fn default() -> Settings {
         Settings {
             concurrency: default_concurrency(),
-            ack_wait: Duration::from_secs(15),
+            ack_wait: Duration::from_secs(3),
             max_deliver: 30,
             retry_base: Duration::from_millis(500),
             retry_cap: Duration::from_secs(10),
@@ -606,9 +607,23 @@ pub struct Service<S = JetStreamSource, A = GameSessionClient<Traced>> {
     pub readiness: frontier_platform::admin::Readiness,
 }
 
+use frontier_platform::admin::Zeroed;
+/// The bot-worker's counters and gauges, exported at zero from the start.
+const ZEROED: &[Zeroed] = &[
+    Zeroed::plain("frontier_bot_jobs_total"),
+    Zeroed::plain("frontier_bot_jobs_set_aside_total"),
+    Zeroed::by(
+        "frontier_bot_jobs_failures_total",
+        "kind",
+        &["act", "engine", "task"],
+    ),
+];
+const GAUGES: &[&str] = &["frontier_bot_jobs_backlog", "frontier_bot_jobs_in_progress"];
+
 /// Builds a worker from configuration: connects to NATS, creates the bot-job stream and
 /// the shared consumer if missing (game-session lazily).
 pub async fn build(config: &Config) -> anyhow::Result<Service> {
+    frontier_platform::admin::start_at_zero(ZEROED, GAUGES);
     frontier_platform::config::refuse_unbuilt_test_hooks(
         cfg!(feature = "test-hooks"),
         TEST_HOOK_VARIABLES,

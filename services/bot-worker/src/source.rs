@@ -76,7 +76,8 @@ pub struct JetStreamSource {
 impl JetStreamSource {
     /// Creates the bot-job stream (with `replicas` copies) and the shared consumer if
     /// missing (explicit ack, `ack_wait`, `max_deliver`) and attaches to it. A consumer
-    /// that exists keeps the settings it was created with.
+    /// that exists is updated to these settings (an upgrade that shortens `ack_wait` takes
+    /// effect when its first worker starts).
     pub async fn connect(
         js: &jetstream::Context,
         ns: &Namespace,
@@ -88,17 +89,14 @@ impl JetStreamSource {
             .await
             .map_err(SourceError)?;
         let consumer = stream
-            .get_or_create_consumer(
-                BOT_WORKERS_CONSUMER,
-                pull::Config {
-                    durable_name: Some(BOT_WORKERS_CONSUMER.to_owned()),
-                    ack_policy: jetstream::consumer::AckPolicy::Explicit,
-                    ack_wait,
-                    max_deliver,
-                    filter_subject: ns.bot_jobs_wildcard(),
-                    ..Default::default()
-                },
-            )
+            .create_consumer(pull::Config {
+                durable_name: Some(BOT_WORKERS_CONSUMER.to_owned()),
+                ack_policy: jetstream::consumer::AckPolicy::Explicit,
+                ack_wait,
+                max_deliver,
+                filter_subject: ns.bot_jobs_wildcard(),
+                ..Default::default()
+            })
             .await
             .map_err(|e| SourceError(format!("consumer {BOT_WORKERS_CONSUMER}: {e}")))?;
         Ok(JetStreamSource { consumer })

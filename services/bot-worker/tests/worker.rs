@@ -529,7 +529,8 @@ async fn a_worker_killed_while_thinking_has_its_job_done_by_another() {
     let job = env.job(&board).await;
     // A worker process that holds every job a minute before thinking; killed with SIGKILL
     // while it holds this one.
-    let mut doomed = std::process::Command::new(env!("CARGO_BIN_EXE_bot-worker"))
+    let mut doomed = std::process::Command::new(frontier_testkit::frontier_bin())
+        .arg("bot-worker")
         .args([
             "--nats-url",
             &frontier_testkit::nats_url(),
@@ -564,4 +565,36 @@ async fn a_worker_killed_while_thinking_has_its_job_done_by_another() {
     assert_eq!((version, game.moves.len()), (3, 1));
     assert_eq!(env.queue().await, (0, 0));
     env.stop().await;
+}
+
+/// A worker that starts against a consumer made with another `ack_wait` (an older
+/// version's 15 s) sets its own: before, the consumer kept the 15 s it was created with, and
+/// a bot's move waited those 15 s after its worker died mid-think.
+#[tokio::test]
+async fn a_starting_worker_sets_the_consumers_ack_wait() {
+    let mut env = env().await;
+    let old = JetStreamSource::connect(&env.js, &env.ns, 1, Duration::from_secs(15), 50)
+        .await
+        .expect("an older worker's consumer");
+    drop(old);
+    let session = env.session;
+    env.worker(settings(), session).await;
+    let mut consumer: jetstream::consumer::PullConsumer = env
+        .js
+        .get_consumer_from_stream(BOT_WORKERS_CONSUMER, env.ns.bot_jobs_stream())
+        .await
+        .expect("the consumer");
+    let info = consumer.info().await.expect("info");
+    assert_eq!(info.config.ack_wait, settings().ack_wait);
+    env.stop().await;
+}
+
+/// The default `--ack-wait` is short (a bot's move after its worker died waits about this
+/// long), and progress is signalled three times within it.
+#[test]
+fn the_default_ack_wait_is_three_seconds_with_progress_every_second() {
+    use clap::Parser as _;
+    let config = frontier_bot_worker::Config::try_parse_from(["bot-worker"]).expect("defaults");
+    assert_eq!(config.ack_wait, Duration::from_secs(3));
+    assert_eq!(Settings::default().ack_wait, Duration::from_secs(3));
 }
