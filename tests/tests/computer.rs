@@ -166,3 +166,32 @@ async fn a_hundred_concurrent_games_against_the_computer_all_finish() -> anyhow:
     p.stop().await;
     Ok(())
 }
+
+/// A computer player's id, as its games show it, answers a profile at
+/// `GET /api/players/{id}`: its name, that it is a bot, its level, and no ratings. Before,
+/// it was `404 player_not_found` (it has no account).
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_bots_player_id_answers_its_profile() -> anyhow::Result<()> {
+    let platform = Platform::start(1, 1, None).await?;
+    let mut c = Client::guest(platform.gateways[0], "human").await?;
+    let (game, color) = play_computer(&mut c, "standard", "medium", "white").await?;
+    let view = c
+        .until("the game", |v| v["type"] == "game" && v["game_id"] == game)
+        .await?;
+    let bot = if color == "white" {
+        &view["game"]["black"]
+    } else {
+        &view["game"]["white"]
+    };
+    let id = bot["id"].as_str().context("the bot's id")?;
+    let (status, body) = common::get(platform.gateways[0], &format!("/api/players/{id}")).await?;
+    assert_eq!(status, 200, "{body}");
+    let profile: Value = serde_json::from_str(body.trim())?;
+    assert_eq!(profile["id"], id);
+    assert_eq!(profile["bot"], true);
+    assert_eq!(profile["level"], "medium");
+    assert_eq!(profile["name"], bot["name"]);
+    assert_eq!(profile["ratings"], json!({}));
+    platform.stop().await;
+    Ok(())
+}

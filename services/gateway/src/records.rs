@@ -130,8 +130,20 @@ pub async fn player<A: Accounts>(
     State(state): State<Arc<AppState<A>>>,
     Path(id): Path<String>,
 ) -> Result<impl IntoResponse, ApiError> {
-    let mut ratings = client(&state)?;
     let id = player_id(&id)?;
+    // A computer player has no account and no rating (its games are never rated): its
+    // profile says what it is.
+    if let Some(level) = PlayerId(id).bot_level() {
+        return Ok(axum::Json(json!({
+            "id": id,
+            "name": level.bot_name(),
+            "guest": false,
+            "bot": true,
+            "level": level.name(),
+            "ratings": {},
+        })));
+    }
+    let mut ratings = client(&state)?;
     let request = pb::GetPlayerRequest {
         player_id: id.to_string(),
     };
@@ -163,7 +175,7 @@ pub async fn player<A: Accounts>(
         );
     }
     Ok(axum::Json(
-        json!({"id": id, "name": account.name, "guest": account.guest, "ratings": variants}),
+        json!({"id": id, "name": account.name, "guest": account.guest, "bot": false, "ratings": variants}),
     ))
 }
 
