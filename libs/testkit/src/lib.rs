@@ -116,3 +116,23 @@ pub async fn nats_round_trip(client: &async_nats::Client) {
     )
     .await;
 }
+
+/// The one `frontier` binary of this build (`frontier <service>` starts a service), for
+/// tests that run a service as a process of its own (to SIGKILL it). It sits next to the
+/// test's own `deps` folder; `cargo test --workspace` (`make test`) builds it with the
+/// features the tests turn on (the test hooks). Running one crate's tests alone needs it
+/// built first: `cargo build -p frontier --features test-hooks`.
+pub fn frontier_bin() -> std::path::PathBuf {
+    let exe = std::env::current_exe().expect("the test's own path");
+    let profile = exe
+        .parent()
+        .and_then(std::path::Path::parent)
+        .expect("a test runs from <target>/<profile>/deps");
+    let bin = profile.join("frontier");
+    assert!(
+        bin.exists(),
+        "{} is not built: run `make test`, or `cargo build -p frontier --features test-hooks` first",
+        bin.display()
+    );
+    bin
+}

@@ -119,8 +119,17 @@ pub struct Service<Q = RedisDeadlines, E = GameSessionClient<frontier_platform::
     pub readiness: Readiness,
 }
 
+use frontier_platform::admin::Zeroed;
+/// The clock's counters and gauges, exported at zero from the start.
+const ZEROED: &[Zeroed] = &[
+    Zeroed::plain("frontier_clock_games_ended_total"),
+    Zeroed::plain("frontier_clock_expire_errors_total"),
+];
+const GAUGES: &[&str] = &["frontier_clock_deadlines_tracked"];
+
 /// Builds a clock from configuration: connects to Redis (game-session lazily).
 pub async fn build(config: &Config) -> anyhow::Result<Service> {
+    frontier_platform::admin::start_at_zero(ZEROED, GAUGES);
     let ns = Namespace::new(&config.namespace.namespace).map_err(anyhow::Error::msg)?;
     let conn = config
         .redis

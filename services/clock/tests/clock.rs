@@ -320,7 +320,8 @@ async fn every_deadline_fires_once_when_one_of_two_clocks_is_killed() {
     let mut children: Vec<std::process::Child> = metrics
         .iter()
         .map(|m| {
-            std::process::Command::new(env!("CARGO_BIN_EXE_clock"))
+            std::process::Command::new(frontier_testkit::frontier_bin())
+                .arg("clock")
                 .args([
                     "--game-session-urls",
                     &format!("http://{}", env.addr),

@@ -220,7 +220,8 @@ async fn killed_between_commit_and_ack_and_restarted_still_counts_once() {
     let (w, b) = (Uuid::now_v7(), Uuid::now_v7());
     // A rating process that stops right after its first commit, before acknowledging; it
     // is killed there with SIGKILL.
-    let mut doomed = std::process::Command::new(env!("CARGO_BIN_EXE_rating"))
+    let mut doomed = std::process::Command::new(frontier_testkit::frontier_bin())
+        .arg("rating")
         .args([
             "--nats-url",
             &frontier_testkit::nats_url(),
