@@ -43,6 +43,16 @@ refuses "variable FRONTIER_TEST_HANG_AFTER_COMMIT" "test-only setting" -- \
 refuses "variable FRONTIER_TEST_THINK_DELAY" "test-only setting" -- \
   env FRONTIER_TEST_THINK_DELAY=1s "$bin" bot-worker --nats-url nats://127.0.0.1:1
 
+# `frontier dev` refuses them too, before it starts anything (a dev that ignored one would
+# start and serve: `timeout` ends it, and the check fails).
+dev_data=$(mktemp -d)
+for var in FRONTIER_TEST_FIXED_LAYOUT FRONTIER_TEST_CLOCK_MINUTE FRONTIER_TEST_START_FEN \
+           FRONTIER_TEST_HANG_AFTER_COMMIT FRONTIER_TEST_THINK_DELAY FRONTIER_TEST_MAX_NODES; do
+  refuses "variable $var in dev" "test-only setting" -- env "$var=x" timeout 20 "$bin" dev \
+    --memory --listen 127.0.0.1:0 --data "$dev_data"
+done
+rm -rf "$dev_data"
+
 [ "$status" -eq 0 ] && echo "check-release-flags: every test-only switch is refused without test-hooks"
 echo "release-flags: $passed passed, $failed failed"
 exit $status

@@ -90,6 +90,9 @@ pub struct TestHooks {
     pub start_fen: Vec<String>,
 }
 
+/// Whether this build has the test hooks (the `test-hooks` feature).
+pub const TEST_HOOKS_BUILT: bool = cfg!(feature = "test-hooks");
+
 /// The environment variables of the test hooks: a build without `test-hooks` refuses to
 /// start when one is set, rather than ignore it.
 pub const TEST_HOOK_VARIABLES: &[&str] = &[

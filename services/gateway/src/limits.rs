@@ -196,7 +196,29 @@ pub fn address_subject(ip: IpAddr) -> String {
     }
 }
 
-/// The abuse limits' configuration (flattened into the gateway's).
+/// How passwords are hashed on this gateway: its own threads and rates, not shared through
+/// Redis (so `frontier dev` offers these and none of [`LimitArgs`]'s shared limits).
+#[derive(Debug, Clone, clap::Args)]
+pub struct HashArgs {
+    /// Threads hashing passwords (Argon2id).
+    #[arg(long, env = "FRONTIER_HASH_THREADS", default_value_t = 1)]
+    pub hash_threads: usize,
+    /// Hashes that may wait for a thread; beyond that, logins and registrations are
+    /// refused at once (503).
+    #[arg(long, env = "FRONTIER_HASH_QUEUE", default_value_t = 4)]
+    pub hash_queue: usize,
+    /// Password hashes started per second on this gateway, on average (bursts of threads +
+    /// queue); beyond that, refused at once (503).
+    #[arg(long, env = "FRONTIER_HASH_RATE", default_value_t = 5.0)]
+    pub hash_rate: f64,
+    /// Scheduling priority (`nice`, 0–19) of the hashing threads: above 0 they yield the
+    /// CPU to the threads relaying moves when it is short.
+    #[arg(long, env = "FRONTIER_HASH_NICE", default_value_t = 10)]
+    pub hash_nice: i32,
+}
+
+/// The abuse limits' configuration (flattened into the gateway's). Every limit but the
+/// hashing is kept in Redis, shared by all gateways.
 #[derive(Debug, Clone, clap::Args)]
 pub struct LimitArgs {
     /// Proxies (CIDRs, comma-separated) whose `Forwarded` / `X-Forwarded-For` header names
@@ -247,21 +269,9 @@ pub struct LimitArgs {
     /// (a safety net; boards are checked with game-session before a refusal).
     #[arg(long, env = "FRONTIER_WAITING_BOARD_TTL", default_value = "24h", value_parser = parse_duration)]
     pub waiting_board_ttl: Duration,
-    /// Threads hashing passwords (Argon2id).
-    #[arg(long, env = "FRONTIER_HASH_THREADS", default_value_t = 1)]
-    pub hash_threads: usize,
-    /// Hashes that may wait for a thread; beyond that, logins and registrations are
-    /// refused at once (503).
-    #[arg(long, env = "FRONTIER_HASH_QUEUE", default_value_t = 4)]
-    pub hash_queue: usize,
-    /// Password hashes started per second on this gateway, on average (bursts of threads +
-    /// queue); beyond that, refused at once (503).
-    #[arg(long, env = "FRONTIER_HASH_RATE", default_value_t = 5.0)]
-    pub hash_rate: f64,
-    /// Scheduling priority (`nice`, 0–19) of the hashing threads: above 0 they yield the
-    /// CPU to the threads relaying moves when it is short.
-    #[arg(long, env = "FRONTIER_HASH_NICE", default_value_t = 10)]
-    pub hash_nice: i32,
+    /// Password hashing (the one part of these that `frontier dev` offers too).
+    #[command(flatten)]
+    pub hashing: HashArgs,
     /// Guests without a finished game are removed this long after their creation.
     #[arg(long, env = "FRONTIER_GUEST_TTL", default_value = "7d", value_parser = parse_duration)]
     pub guest_ttl: Duration,
@@ -780,6 +790,21 @@ fn limit_error(what: &'static str, error: &str) {
         "limit check failed; letting the request through"
     );
     metrics::counter!("frontier_gateway_limit_errors_total", "limit" => what).increment(1);
+}
+
+impl LimitArgs {
+    /// Every limit at its default, with this hashing: for a gateway without Redis (the
+    /// single-process mode), where the shared limits are off and not offered as flags.
+    pub fn defaults_with(hashing: HashArgs) -> LimitArgs {
+        #[derive(clap::Parser)]
+        struct Defaults {
+            #[command(flatten)]
+            limits: LimitArgs,
+        }
+        let mut limits = <Defaults as clap::Parser>::parse_from(["defaults"]).limits;
+        limits.hashing = hashing;
+        limits
+    }
 }
 
 #[cfg(test)]
