@@ -164,6 +164,128 @@ pub fn metrics() -> PrometheusHandle {
         .clone()
 }
 
+/// A counter exported at zero from the start, with each of its known label values (so a
+/// new pod shows on dashboards and in alerts before anything happened).
+pub struct Zeroed {
+    /// The counter's name.
+    pub name: &'static str,
+    /// Its label and that label's known values; `None` for an unlabelled counter.
+    pub label: Option<(&'static str, &'static [&'static str])>,
+}
+
+impl Zeroed {
+    /// An unlabelled counter.
+    pub const fn plain(name: &'static str) -> Zeroed {
+        Zeroed { name, label: None }
+    }
+
+    /// A counter with one label, at each of these values.
+    pub const fn by(
+        name: &'static str,
+        label: &'static str,
+        values: &'static [&'static str],
+    ) -> Zeroed {
+        Zeroed {
+            name,
+            label: Some((label, values)),
+        }
+    }
+}
+
+/// The variants, as the `variant` label writes them.
+pub const VARIANTS: &[&str] = &["standard", "hidden", "atomic"];
+
+/// Exports these counters at zero and these gauges at 0 (installing the recorder first):
+/// every service calls it when it starts.
+pub fn start_at_zero(counters: &[Zeroed], gauges: &[&'static str]) {
+    let _ = metrics();
+    for c in counters {
+        match c.label {
+            None => metrics::counter!(c.name).increment(0),
+            Some((label, values)) => {
+                for value in values {
+                    metrics::counter!(c.name, label => *value).increment(0);
+                }
+            }
+        }
+    }
+    for g in gauges {
+        metrics::gauge!(*g).increment(0.0);
+    }
+}
+
+/// The process's own metrics in Prometheus text, read from `/proc/self` at each scrape
+/// (Linux; nothing elsewhere): CPU seconds, resident and virtual memory, open and maximum
+/// file descriptors, and the start time — the names every Prometheus client library uses.
+fn process_metrics() -> String {
+    use std::fmt::Write as _;
+    // Linux's USER_HZ, the unit of /proc's CPU times, is 100 on every architecture it runs.
+    const TICKS: f64 = 100.0;
+    let mut out = String::new();
+    let Ok(stat) = std::fs::read_to_string("/proc/self/stat") else {
+        return out;
+    };
+    // The fields after the command name (which may hold spaces), from field 3 (`state`).
+    let fields: Vec<&str> = stat
+        .rsplit_once(')')
+        .map(|(_, rest)| rest.split_whitespace().collect())
+        .unwrap_or_default();
+    let field = |n: usize| fields.get(n - 3).and_then(|f| f.parse::<f64>().ok());
+    if let (Some(utime), Some(stime)) = (field(14), field(15)) {
+        let _ = writeln!(
+            out,
+            "# TYPE process_cpu_seconds_total counter\nprocess_cpu_seconds_total {}",
+            (utime + stime) / TICKS
+        );
+    }
+    if let Some(vsize) = field(23) {
+        let _ = writeln!(
+            out,
+            "# TYPE process_virtual_memory_bytes gauge\nprocess_virtual_memory_bytes {vsize}"
+        );
+    }
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    let rss_kib = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.split_whitespace().next()?.parse::<u64>().ok());
+    if let Some(kib) = rss_kib {
+        let _ = writeln!(
+            out,
+            "# TYPE process_resident_memory_bytes gauge\nprocess_resident_memory_bytes {}",
+            kib * 1024
+        );
+    }
+    if let Ok(fds) = std::fs::read_dir("/proc/self/fd") {
+        let _ = writeln!(
+            out,
+            "# TYPE process_open_fds gauge\nprocess_open_fds {}",
+            fds.count()
+        );
+    }
+    let limits = std::fs::read_to_string("/proc/self/limits").unwrap_or_default();
+    let max_fds = limits
+        .lines()
+        .find(|l| l.starts_with("Max open files"))
+        .and_then(|l| l.split_whitespace().nth(3)?.parse::<u64>().ok());
+    if let Some(max) = max_fds {
+        let _ = writeln!(out, "# TYPE process_max_fds gauge\nprocess_max_fds {max}");
+    }
+    let boot = std::fs::read_to_string("/proc/stat").ok().and_then(|s| {
+        s.lines()
+            .find_map(|l| l.strip_prefix("btime "))
+            .and_then(|v| v.trim().parse::<f64>().ok())
+    });
+    if let (Some(boot), Some(start)) = (boot, field(22)) {
+        let _ = writeln!(
+            out,
+            "# TYPE process_start_time_seconds gauge\nprocess_start_time_seconds {}",
+            boot + start / TICKS
+        );
+    }
+    out
+}
+
 #[derive(Clone)]
 struct AdminState {
     metrics: PrometheusHandle,
@@ -177,7 +299,11 @@ async fn render_metrics(State(state): State<AdminState>) -> impl IntoResponse {
             axum::http::header::CONTENT_TYPE,
             "text/plain; version=0.0.4; charset=utf-8",
         )],
-        state.metrics.render(),
+        {
+            let mut text = state.metrics.render();
+            text.push_str(&process_metrics());
+            text
+        },
     )
 }
 
@@ -378,4 +504,33 @@ fn method_handles(service: &'static str, method: &str) -> Arc<MethodHandles> {
             })
         })
         .clone()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn process_metrics_read_this_process() {
+        let text = process_metrics();
+        for name in [
+            "process_cpu_seconds_total ",
+            "process_resident_memory_bytes ",
+            "process_virtual_memory_bytes ",
+            "process_open_fds ",
+            "process_max_fds ",
+            "process_start_time_seconds ",
+        ] {
+            assert!(text.contains(name), "{name} missing in:\n{text}");
+        }
+        let rss: f64 = text
+            .lines()
+            .find_map(|l| l.strip_prefix("process_resident_memory_bytes "))
+            .and_then(|v| v.parse().ok())
+            .expect("a number");
+        assert!(
+            rss > 1_000_000.0,
+            "a running test holds more than 1 MB: {rss}"
+        );
+    }
 }

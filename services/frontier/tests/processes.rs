@@ -637,3 +637,62 @@ async fn sigterm_stops_a_bot_worker_cleanly() -> anyhow::Result<()> {
     p.stop().await;
     Ok(())
 }
+
+/// Before anything happened (no connection, no game), every service's `/metrics` already
+/// holds its process metrics and its counters at zero, so a new pod shows on dashboards and
+/// in alerts at once. Before, an idle service's `/metrics` was empty.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_idle_service_exports_process_metrics_and_its_counters_at_zero() -> anyhow::Result<()> {
+    let _one_at_a_time = ONE_AT_A_TIME.lock().await;
+    let p = Platform::start(1).await?;
+    let expected: &[(&str, &[&str])] = &[
+        (
+            "gateway",
+            &[
+                "frontier_gateway_refusals_total{reason=\"guest_rate\"} 0",
+                "frontier_gateway_ws_connections 0",
+            ],
+        ),
+        (
+            "game-session",
+            &[
+                "frontier_game_session_moves_total{variant=\"hidden\"} 0",
+                "frontier_game_session_cas_conflicts_total 0",
+            ],
+        ),
+        (
+            "rating",
+            &[
+                "frontier_rating_set_aside_total 0",
+                "frontier_rating_games_total{outcome=\"rated\"} 0",
+            ],
+        ),
+        ("clock", &["frontier_clock_games_ended_total 0"]),
+        (
+            "bot-worker",
+            &[
+                "frontier_bot_jobs_total 0",
+                "frontier_bot_jobs_set_aside_total 0",
+            ],
+        ),
+    ];
+    for (service, names) in expected {
+        let (_, admin) = p
+            .admin
+            .iter()
+            .find(|(s, _)| s == service)
+            .context("admin address")?;
+        let (status, text) = http(*admin, "GET", "/metrics").await?;
+        assert_eq!(status, 200);
+        for name in names.iter().chain(&[
+            "process_cpu_seconds_total ",
+            "process_resident_memory_bytes ",
+            "process_open_fds ",
+            "process_start_time_seconds ",
+        ]) {
+            assert!(text.contains(name), "{service} lacks `{name}` in:\n{text}");
+        }
+    }
+    p.stop().await;
+    Ok(())
+}

@@ -93,8 +93,53 @@ pub fn rules_of_play(
     ))
 }
 
+use frontier_platform::admin::{VARIANTS, Zeroed};
+/// game-session's counters, exported at zero from the start.
+const ZEROED: &[Zeroed] = &[
+    Zeroed::by("frontier_game_session_moves_total", "variant", VARIANTS),
+    Zeroed::by(
+        "frontier_game_session_boards_created_total",
+        "variant",
+        VARIANTS,
+    ),
+    Zeroed::by(
+        "frontier_game_session_games_started_total",
+        "variant",
+        VARIANTS,
+    ),
+    Zeroed::by(
+        "frontier_game_session_games_finished_total",
+        "variant",
+        VARIANTS,
+    ),
+    Zeroed::by(
+        "frontier_game_session_bot_jobs_enqueued_total",
+        "variant",
+        VARIANTS,
+    ),
+    Zeroed::by(
+        "frontier_game_session_bot_jobs_dropped_total",
+        "reason",
+        &["stale"],
+    ),
+    Zeroed::plain("frontier_game_session_cas_conflicts_total"),
+    Zeroed::plain("frontier_game_session_state_cache_rechecks_total"),
+    Zeroed::by(
+        "frontier_game_session_publish_errors_total",
+        "kind",
+        &["event", "finished", "bot_job", "notice"],
+    ),
+    Zeroed::by(
+        "frontier_game_session_rematches_total",
+        "event",
+        &["offered", "started"],
+    ),
+];
+const GAUGES: &[&str] = &[];
+
 /// Builds the service from configuration: connects to Redis and NATS.
 pub async fn build(config: &Config) -> anyhow::Result<Service> {
+    frontier_platform::admin::start_at_zero(ZEROED, GAUGES);
     frontier_platform::config::refuse_unbuilt_test_hooks(
         cfg!(feature = "test-hooks"),
         config::TEST_HOOK_VARIABLES,

@@ -482,9 +482,28 @@ pub struct Service<S = PgStore> {
     pub readiness: frontier_platform::admin::Readiness,
 }
 
+use frontier_platform::admin::Zeroed;
+/// The rating service's counters and gauges, exported at zero from the start.
+const ZEROED: &[Zeroed] = &[
+    Zeroed::by(
+        "frontier_rating_games_total",
+        "outcome",
+        &["stored", "rated", "duplicate"],
+    ),
+    Zeroed::plain("frontier_rating_set_aside_total"),
+    Zeroed::plain("frontier_rating_retries_total"),
+    Zeroed::by(
+        "frontier_rating_rejected_total",
+        "reason",
+        &["undecodable", "invalid"],
+    ),
+];
+const GAUGES: &[&str] = &["frontier_rating_consumer_lag"];
+
 /// Builds the service from configuration: connects to Postgres (and applies rating's own
 /// migrations) and NATS.
 pub async fn build(config: &Config) -> anyhow::Result<Service> {
+    frontier_platform::admin::start_at_zero(ZEROED, GAUGES);
     frontier_platform::config::refuse_unbuilt_test_hooks(
         cfg!(feature = "test-hooks"),
         TEST_HOOK_VARIABLES,
