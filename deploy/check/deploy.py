@@ -11,6 +11,14 @@
 Helm's library comes from the `helm-python-sdk` wheel (libhelm_c, no helm binary); the
 Kubernetes schemas from `kubernetes-validate`; KEDA's CRD model from
 `cloudcoil-models-keda` (deploy/check/requirements.txt; `make deploy-check` installs them).
+
+The monitoring part of `check`: the chart's alerts (templates/prometheusrule.yaml) rendered
+and run through `promtool check rules` and `promtool test rules` with
+deploy/check/alerts-test.yaml (promtool from Debian's `prometheus` package: installed with
+apt-get when missing and this runs as root, else the check fails); every alert's
+runbook_url anchor found among docs/runbook.md's headings; the dashboards equal to what
+deploy/check/dashboards.py generates; every metric name queried found in the sources
+(deploy/check/metric_names.py --static).
 """
 
 from __future__ import annotations
@@ -20,8 +28,10 @@ import copy
 import functools
 import io
 import json
+import os
 import re
 import shutil
+import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -34,6 +44,8 @@ VALUES = ROOT / "deploy" / "values"
 BAD_VALUES = ROOT / "deploy" / "check" / "bad-values"
 K8S = ROOT / "k8s"
 NAMES_RS = ROOT / "libs" / "platform" / "src" / "names.rs"
+ALERT_TESTS = ROOT / "deploy" / "check" / "alerts-test.yaml"
+RUNBOOK = ROOT / "docs" / "runbook.md"
 
 RELEASE = "frontier"
 K8S_NAMESPACE = "frontier"
@@ -220,6 +232,15 @@ def validate_schemas(c: Checks, label: str, objects: list[dict]) -> None:
             except Exception as e:  # pydantic's ValidationError
                 c.check(False, f"{what}: KEDA model: {e}")
             continue
+        if obj["kind"] == "PrometheusRule":
+            # No schema package for the operator's CRDs either: its required shape.
+            groups = obj.get("spec", {}).get("groups", [])
+            c.check(obj["apiVersion"] == "monitoring.coreos.com/v1" and groups
+                    and all(g.get("name") and g.get("rules") for g in groups)
+                    and all(set(r) <= {"alert", "expr", "for", "labels", "annotations"} and r.get("alert") and r.get("expr")
+                            for g in groups for r in g["rules"]),
+                    f"{what}: named groups of alerts with known fields")
+            continue
         if obj["kind"] == "ServiceMonitor":
             # No schema package at hand for the Prometheus operator: its required shape.
             spec = obj.get("spec", {})
@@ -267,7 +288,7 @@ def assert_invariants(c: Checks, label: str, values: dict, objects: list[dict]) 
         merged = chart.merge_values(values)
     by_key = {key(o): o for o in objects}
     component = lambda o: o["metadata"].get("labels", {}).get("app.kubernetes.io/component")
-    config = next(o for o in objects if o["kind"] == "ConfigMap")["data"]
+    config = next(o for o in objects if o["kind"] == "ConfigMap" and o["metadata"]["name"] == RELEASE)["data"]
     drain = seconds(config["FRONTIER_DRAIN_TIMEOUT"])
 
     # Every container: non-root, read-only root, no privilege escalation, probes, limits.
@@ -496,6 +517,191 @@ def check_k8s_fresh(c: Checks) -> None:
         c.check(sorted(listed) == rendered, f"k8s/overlays/{overlay} holds exactly the chart's objects")
 
 
+# ---------------------------------------------------------------------------------------
+# Monitoring: alerts (promtool), runbook anchors, dashboards, metric names
+
+
+def promtool(c: Checks) -> str | None:
+    """The promtool binary; installs Debian's `prometheus` package when it is missing (as
+    root with apt-get), stopping any Prometheus that installing started. None: missing."""
+    found = shutil.which("promtool")
+    if found:
+        return found
+    if os.geteuid() == 0 and shutil.which("apt-get"):
+        print("deploy-check: promtool missing; apt-get install prometheus (for promtool)", file=sys.stderr)
+
+        def running() -> set[int]:
+            if not shutil.which("pgrep"):
+                return set()
+            out = subprocess.run(["pgrep", "-x", "prometheus"], capture_output=True, text=True).stdout
+            return {int(p) for p in out.split()}
+
+        before = running()
+        env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
+        install = ["apt-get", "install", "-y", "-qq", "--no-install-recommends", "prometheus"]
+        if subprocess.run(install, env=env).returncode != 0:
+            subprocess.run(["apt-get", "update", "-qq"], env=env)
+            subprocess.run(install, env=env)
+        # The package's service must not keep running (nor hold port 9090).
+        if shutil.which("systemctl"):
+            subprocess.run(["systemctl", "disable", "--now", "prometheus"], capture_output=True)
+        for pid in running() - before:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, 15)
+        found = shutil.which("promtool")
+    c.check(found is not None, "promtool is installed (Debian: apt-get install prometheus); "
+            "the alert unit tests cannot run without it")
+    return found
+
+
+def rule_groups(objects: list[dict]) -> list[dict]:
+    return [g for o in objects if o["kind"] == "PrometheusRule" for g in o["spec"]["groups"]]
+
+
+def github_anchors(markdown: str) -> set[str]:
+    """The anchors GitHub gives the headings of a Markdown text (outside code fences)."""
+    anchors: set[str] = set()
+    seen: dict[str, int] = {}
+    fence = None
+    for line in markdown.splitlines():
+        m = re.match(r"^\s{0,3}(```+|~~~+)", line)
+        if m:
+            if fence is None:
+                fence = m.group(1)[0]
+            elif m.group(1)[0] == fence:
+                fence = None
+            continue
+        if fence is not None:
+            continue
+        h = re.match(r"^\s{0,3}#{1,6}\s+(.*?)\s*#*\s*$", line)
+        if not h:
+            continue
+        text = re.sub(r"\[([^\]]*)\]\([^)]*\)", r"\1", h.group(1))  # a link's text
+        slug = re.sub(r"[^\w\- ]", "", text.strip().lower()).replace(" ", "-")
+        n = seen.get(slug, 0)
+        seen[slug] = n + 1
+        anchors.add(slug if n == 0 else f"{slug}-{n}")
+    return anchors
+
+
+def runbook_problems(groups: list[dict], base: str, markdown: str) -> list[str]:
+    """Alerts whose runbook_url is not `<base>#<a heading of the runbook>`."""
+    anchors = github_anchors(markdown)
+    problems = []
+    for g in groups:
+        for r in g["rules"]:
+            url = r.get("annotations", {}).get("runbook_url", "")
+            page, _, anchor = url.partition("#")
+            if page != base or anchor not in anchors:
+                problems.append(f"{r['alert']}: {url!r}")
+    return problems
+
+
+def alert_test_gaps(groups: list[dict], tests: dict) -> list[str]:
+    """Alerts without a test case where they fire, or without one where they do not."""
+    fires, quiet = set(), set()
+    for t in tests.get("tests", []):
+        for a in t.get("alert_rule_test", []):
+            (fires if a.get("exp_alerts") else quiet).add(a["alertname"])
+    alerts = [r["alert"] for g in groups for r in g["rules"]]
+    return ([f"{a}: no case where it fires" for a in alerts if a not in fires]
+            + [f"{a}: no case where it stays quiet" for a in alerts if a not in quiet])
+
+
+def check_monitoring(c: Checks) -> None:
+    import helm_python as helm
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    import dashboards
+    import metric_names
+
+    on = {"metrics": {"prometheusRule": {"enabled": True}, "dashboards": {"enabled": True}}}
+    objects = render(on)
+    groups = rule_groups(objects)
+    c.check(len(groups) > 0, "the PrometheusRule renders alert groups")
+    c.check(not rule_groups(render({})), "no PrometheusRule by default")
+    alerts = [r["alert"] for g in groups for r in g["rules"]]
+    c.check(len(alerts) == len(set(alerts)), f"alert names are unique ({alerts})")
+    for g in groups:
+        for r in g["rules"]:
+            c.check(r.get("labels", {}).get("severity") in ("warning", "critical")
+                    and r.get("annotations", {}).get("summary"), f"alert {r['alert']}: a severity and a summary")
+
+    # The runbook: one heading per alert, as each runbook_url says.
+    with helm.Chart.load(str(CHART)) as chart:
+        base = chart.merge_values({})["metrics"]["prometheusRule"]["runbookUrl"]
+    markdown = RUNBOOK.read_text() if RUNBOOK.exists() else ""
+    c.check(bool(markdown), f"{RUNBOOK.relative_to(ROOT)} exists")
+    problems = runbook_problems(groups, base, markdown)
+    c.check(not problems, f"every runbook_url is {base}#<a heading of docs/runbook.md>: {problems}")
+    c.check(bool(runbook_problems([{"rules": [{"alert": "X", "annotations": {"runbook_url": f"{base}#no-such-heading"}}]}],
+                                  base, markdown)), "the runbook check catches an anchor with no heading")
+    dangling = sorted(set(re.findall(r"\]\(#([^)\s]+)\)", markdown)) - github_anchors(markdown))
+    c.check(not dangling, f"docs/runbook.md's links to its own headings resolve: {dangling}")
+    c.check(github_anchors("# A `b` c?\n```\n# not a heading\n```\n## A b c\n") == {"a-b-c", "a-b-c-1"},
+            "GitHub anchors: punctuation dropped, spaces as hyphens, repeats numbered, code blocks skipped")
+
+    # Every alert has a case where it fires and one where it does not.
+    tests = yaml.safe_load(ALERT_TESTS.read_text())
+    gaps = alert_test_gaps(groups, tests)
+    c.check(not gaps, f"{ALERT_TESTS.name} covers every alert both ways: {gaps}")
+    c.check(bool(alert_test_gaps(groups + [{"rules": [{"alert": "Untested"}]}], tests)),
+            "the coverage check catches an alert without tests")
+
+    # promtool: the rules as rendered, then their unit tests.
+    binary = promtool(c)
+    if binary:
+        variants = [("default values", on),
+                    ("without bot-workers and matchmaking", {**on, "botWorker": {"enabled": False},
+                                                             "matchmaking": {"enabled": False}})]
+        with tempfile.TemporaryDirectory() as tmp:
+            for label, values in variants:
+                rules = Path(tmp) / "rules.yaml"
+                rules.write_text(yaml.safe_dump({"groups": rule_groups(render(values))}, sort_keys=False))
+                out = subprocess.run([binary, "check", "rules", str(rules)], capture_output=True, text=True)
+                c.check(out.returncode == 0, f"promtool check rules ({label}): {(out.stdout + out.stderr).strip()[-800:]}")
+            rules.write_text(yaml.safe_dump({"groups": groups}, sort_keys=False))
+            shutil.copy(ALERT_TESTS, Path(tmp) / ALERT_TESTS.name)
+            out = subprocess.run([binary, "test", "rules", ALERT_TESTS.name], cwd=tmp, capture_output=True, text=True)
+            c.check(out.returncode == 0, f"promtool test rules {ALERT_TESTS.name}: {(out.stdout + out.stderr).strip()[-3000:]}")
+            # …and the tests can fail: with a threshold changed, a case must break.
+            broken = copy.deepcopy(groups)
+            for g in broken:
+                for r in g["rules"]:
+                    r["expr"] = re.sub(r">\s*[0-9.]+\s*$", "> 1e9", r["expr"])
+            rules.write_text(yaml.safe_dump({"groups": broken}, sort_keys=False))
+            out = subprocess.run([binary, "test", "rules", ALERT_TESTS.name], cwd=tmp, capture_output=True, text=True)
+            c.check(out.returncode != 0, "the alert tests fail when the thresholds are out of reach")
+
+    # Dashboards: what the generator writes, one ConfigMap each, labelled for the sidecar.
+    stale = dashboards.stale()
+    c.check(not stale, f"the dashboards are what deploy/check/dashboards.py generates (run it): {stale}")
+    maps = [o for o in objects if o["kind"] == "ConfigMap" and o["metadata"]["name"].startswith(f"{RELEASE}-dashboard-")]
+    c.check(sorted(m["metadata"]["name"] for m in maps) == sorted(f"{RELEASE}-dashboard-{n}" for n in dashboards.BOARDS),
+            f"a dashboard ConfigMap for each of {sorted(dashboards.BOARDS)}")
+    for m in maps:
+        ok = m["metadata"]["labels"].get("grafana_dashboard") == "1"
+        for name, text in m["data"].items():
+            board = json.loads(text)
+            ok = ok and "__NAMESPACE__" not in text and "__FULLNAME__" not in text and board.get("uid")
+        c.check(bool(ok), f"ConfigMap {m['metadata']['name']}: labelled grafana_dashboard=1, a dashboard with its variables filled")
+    c.check(not [o for o in render({}) if o["metadata"]["name"].startswith(f"{RELEASE}-dashboard-")], "no dashboards by default")
+
+    # Metric names: every one queried is defined in the sources (or listed external).
+    where = metric_names.queried(objects)
+    exported = metric_names.exported_static()
+    gone = metric_names.missing(where, exported)
+    c.check(not gone, "every metric name queried is defined in services/ or libs/: "
+            + "; ".join(f"{n} ({', '.join(sorted(p))})" for n, p in sorted(gone.items())))
+    strange = metric_names.unknown_external(where)
+    c.check(not strange, f"every name queried is frontier_* or listed in metric_names.EXTERNAL: {strange}")
+    c.check(len([n for n in where if n.startswith("frontier_")]) >= 20, "the alerts and dashboards query frontier metrics")
+    for typo in ["frontier_gateway_ws_conections", "frontier_grpc_server_duration_seconds",
+                 "frontier_gateway_refusals_total_bucket"]:
+        c.check(typo in metric_names.missing({typo: {"self-test"}}, exported),
+                f"the metric-name check catches {typo}")
+
+
 def check() -> int:
     import helm_python as helm
 
@@ -528,6 +734,8 @@ def check() -> int:
     check_bad_values(c)
     print("deploy-check: k8s/ up to date")
     check_k8s_fresh(c)
+    print("deploy-check: alerts (promtool), runbook anchors, dashboards, metric names")
+    check_monitoring(c)
     if c.failures:
         print(f"deploy-check: {len(c.failures)} of {c.passed + len(c.failures)} checks FAILED", file=sys.stderr)
         return 1
