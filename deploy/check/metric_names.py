@@ -300,6 +300,9 @@ def main(argv: list[str] | None = None) -> int:
     mode.add_argument("--list", action="store_true", help="print the queried names and where")
     ap.add_argument("--defined-ok", action="store_true",
                     help="with --scrapes: accept a name the sources define though no scrape has it yet")
+    ap.add_argument("--unrecorded-ok", default="", metavar="NAMES",
+                    help="with --scrapes: comma-separated names (as queried, e.g. x_bucket) that need an "
+                         "event the scraped processes did not have; accepted only if the sources define them")
     args = ap.parse_args(argv)
 
     where = queried()
@@ -337,7 +340,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"metric_names: queried names defined in the sources but not in any file of {args.scrapes} "
                   "(not recorded yet by the scraped processes):", file=sys.stderr)
             report(lazy, "not yet recorded")
-            failed = failed or not args.defined_ok
+            allowed = {n for n in args.unrecorded_ok.split(",") if n}
+            failed = failed or not (args.defined_ok or set(lazy) <= allowed)
     ours = sorted(n for n in where if n not in EXTERNAL)
     if failed:
         return 1
