@@ -381,6 +381,12 @@ async fn players_dropped_at_the_pairing_get_their_game_from_status() -> anyhow::
             );
             matched(&mut c).await?
         } else {
+            // Told by `status` (the notice came while away): the client opens the game.
+            let game = status["matched"]["game_id"].clone();
+            c.send(json!({"type": "open", "id": "o", "game_id": game}))
+                .await?;
+            c.until("the game", |v| v["type"] == "game" && v["game_id"] == game)
+                .await?;
             status["matched"].clone()
         };
         games.push((notice["game_id"].clone(), notice["color"].clone()));
