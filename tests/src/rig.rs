@@ -118,6 +118,8 @@ pub struct Instance {
     pub starts: u32,
     /// How many times the rig killed it.
     pub kills: u32,
+    /// How many times the rig stopped it with SIGTERM (a rolling upgrade).
+    pub stops: u32,
     args: Vec<String>,
     child: Option<Child>,
 }
@@ -240,6 +242,7 @@ impl Rig {
                     admin,
                     starts: 0,
                     kills: 0,
+                    stops: 0,
                     args,
                     child: None,
                 });
@@ -343,6 +346,41 @@ impl Rig {
         child.wait()?;
         instance.kills += 1;
         Ok(())
+    }
+
+    /// Stops instance `k` as an orchestrator does before replacing it: SIGTERM, then its
+    /// drain, waited for up to `within` (then SIGKILL). Its exit status.
+    pub async fn terminate(&mut self, k: usize, within: Duration) -> anyhow::Result<ExitStatus> {
+        let instance = &mut self.instances[k];
+        let mut child = instance
+            .child
+            .take()
+            .with_context(|| format!("{} is not running", instance.label()))?;
+        let sent = Command::new("kill")
+            .args(["-TERM", &child.id().to_string()])
+            .status()?;
+        anyhow::ensure!(sent.success(), "kill -TERM {}", child.id());
+        let deadline = Instant::now() + within;
+        let status = loop {
+            if let Some(status) = child.try_wait()? {
+                break status;
+            }
+            if Instant::now() > deadline {
+                child.kill()?;
+                break child.wait()?;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        };
+        instance.stops += 1;
+        Ok(status)
+    }
+
+    /// Adds flags to instance `k`'s command line, for its next start (the "new version"
+    /// of a rolling upgrade).
+    pub fn add_flags(&mut self, k: usize, flags: &[&str]) {
+        self.instances[k]
+            .args
+            .extend(flags.iter().map(|f| (*f).to_owned()));
     }
 
     /// Starts instance `k` again (same ports, same flags) and waits until it is ready.

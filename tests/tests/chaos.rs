@@ -961,10 +961,68 @@ fn frontier_bin() -> anyhow::Result<std::path::PathBuf> {
         .join("frontier"))
 }
 
+/// The order of a rolling upgrade, as deploy/README.md gives it: the consumers and the
+/// services behind the others first, the gateway (the clients' edge) last.
+const UPGRADE_ORDER: [Service; 6] = [
+    Service::Rating,
+    Service::BotWorker,
+    Service::Clock,
+    Service::GameSession,
+    Service::Matchmaking,
+    Service::Gateway,
+];
+
+/// A rolling upgrade, once: each instance of each service in [`UPGRADE_ORDER`], one at a
+/// time, is stopped as an orchestrator stops a pod (SIGTERM, drain) and started as the
+/// "new version" — the same build with `--drain-timeout 19s` added, a flag that changes
+/// nothing observable (two real versions are not at hand) — and waited for until ready.
+async fn rolling_upgrade(rig: Arc<tokio::sync::Mutex<Rig>>) -> anyhow::Result<()> {
+    for service in UPGRADE_ORDER {
+        let ids: Vec<usize> = rig.lock().await.of(service).collect();
+        for k in ids {
+            let mut rig = rig.lock().await;
+            let status = rig.terminate(k, Duration::from_secs(30)).await?;
+            anyhow::ensure!(
+                status.success(),
+                "{} did not stop cleanly on SIGTERM: {status}",
+                rig.instances[k].label()
+            );
+            rig.add_flags(k, &["--drain-timeout", "19s"]);
+            rig.restart(k).await?;
+        }
+    }
+    Ok(())
+}
+
+/// What happens to the rig under load.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Disruption {
+    /// [`chaos_monkey`]: SIGKILLs for the test's duration.
+    Kills,
+    /// [`rolling_upgrade`]: every instance replaced once, gracefully (the load runs at
+    /// least the test's duration, and until the upgrade is over).
+    RollingUpgrade,
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn nothing_acknowledged_is_lost_while_instances_are_killed_under_load() -> anyhow::Result<()>
 {
-    let settings = Settings::from_env()?;
+    under_load(Disruption::Kills).await
+}
+
+/// Upgrades that lose nothing: a rolling upgrade of every service, one instance at a time,
+/// under the same load and checked from the same records as the kills.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rolling_upgrade_of_every_service_under_load_loses_nothing() -> anyhow::Result<()> {
+    under_load(Disruption::RollingUpgrade).await
+}
+
+async fn under_load(disruption: Disruption) -> anyhow::Result<()> {
+    let mut settings = Settings::from_env()?;
+    if disruption == Disruption::RollingUpgrade {
+        // The upgrade sets the pace; the load only needs to outlast it.
+        settings.seconds = settings.seconds.min(20);
+    }
     let namespace = frontier_testkit::unique_namespace();
     let database_url = frontier_testkit::fresh_database().await?;
     let logs = std::env::temp_dir().join(format!("frontier-chaos-{namespace}"));
@@ -1053,16 +1111,19 @@ async fn nothing_acknowledged_is_lost_while_instances_are_killed_under_load() ->
 
     // The chaos.
     let chaos_stop = Arc::new(AtomicBool::new(false));
-    let monkey = tokio::spawn(chaos_monkey(
-        rig.clone(),
-        chaos_stop.clone(),
-        settings.kill_every,
-        rng.next(),
-    ));
+    let monkey = match disruption {
+        Disruption::Kills => tokio::spawn(chaos_monkey(
+            rig.clone(),
+            chaos_stop.clone(),
+            settings.kill_every,
+            rng.next(),
+        )),
+        Disruption::RollingUpgrade => tokio::spawn(rolling_upgrade(rig.clone())),
+    };
     let started = Instant::now();
     let moves_before = ctx.moves.load(Ordering::Relaxed);
     let deadline = started + Duration::from_secs(settings.seconds);
-    while Instant::now() < deadline && !tasks.is_empty() {
+    while (Instant::now() < deadline || !monkey.is_finished()) && !tasks.is_empty() {
         if let Ok(Some(done)) = tokio::time::timeout(READ_SLICE, tasks.join_next()).await {
             // A client that stops before the end has failed.
             done??;
@@ -1088,11 +1149,12 @@ async fn nothing_acknowledged_is_lost_while_instances_are_killed_under_load() ->
         .iter()
         .map(|s| (s.name(), rig.of(*s).map(|k| rig.instances[k].kills).sum()))
         .collect();
+    let stops: u32 = rig.instances.iter().map(|i| i.stops).sum();
 
     let log = std::mem::take(&mut *log.lock().expect("the log lock is never poisoned"));
     let report = check(&namespace, &database_url, &log, &registered, &seekers).await;
     println!(
-        "chaos: {:.0} s, {} kills {kills:?}, {chaos_moves} moves acknowledged during the chaos ({:.1} moves/s), {} acks in all, {} games finished, {} tickets ({} seeks lapsed), {} reconnects, retried refusals {:?}",
+        "chaos ({disruption:?}): {:.0} s, {} kills {kills:?}, {stops} graceful replacements, {chaos_moves} moves acknowledged during the chaos ({:.1} moves/s), {} acks in all, {} games finished, {} tickets ({} seeks lapsed), {} reconnects, retried refusals {:?}",
         chaos_secs,
         kills.values().sum::<u32>(),
         chaos_moves as f64 / chaos_secs,
@@ -1118,10 +1180,17 @@ async fn nothing_acknowledged_is_lost_while_instances_are_killed_under_load() ->
         log.violations.len(),
         log.violations
     );
-    anyhow::ensure!(
-        kills.values().sum::<u32>() > 0 || settings.seconds < settings.kill_every.as_secs(),
-        "nothing was killed"
-    );
+    match disruption {
+        Disruption::Kills => anyhow::ensure!(
+            kills.values().sum::<u32>() > 0 || settings.seconds < settings.kill_every.as_secs(),
+            "nothing was killed"
+        ),
+        Disruption::RollingUpgrade => anyhow::ensure!(
+            stops as usize == rig.instances.len(),
+            "{stops} of {} instances were replaced",
+            rig.instances.len()
+        ),
+    }
     anyhow::ensure!(chaos_moves > 0, "no move was played during the chaos");
     let _ = std::fs::remove_dir_all(&logs);
     Ok(())

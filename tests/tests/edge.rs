@@ -306,3 +306,56 @@ async fn accounts_register_log_in_and_refuse_clearly() -> anyhow::Result<()> {
     p.stop().await;
     Ok(())
 }
+
+/// Signing-key rotation without logging anyone out: a gateway given the keys
+/// `default` (its old `--jwt-secret`), `old` and `new` accepts tokens of each, signs the
+/// tokens it issues with the newest (`kid: new`), and refuses a token whose key has been
+/// removed from the set.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_key_rotation_keeps_old_tokens_signs_with_the_new_key_and_refuses_removed_keys()
+-> anyhow::Result<()> {
+    const OLD: &str = "old-key-old-key-old-key-old-key-0001";
+    const NEW: &str = "new-key-new-key-new-key-new-key-0002";
+    const REMOVED: &str = "removed-key-removed-key-removed-0003";
+    let keys = format!("old:{OLD},new:{NEW}");
+    let p = Platform::start_with(1, 1, None, &[], &[("--jwt-keys", &keys)]).await?;
+    let gw = p.gateways[0];
+    let hour = Duration::from_secs(3600);
+    let now = SystemTime::now().duration_since(UNIX_EPOCH)?.as_secs();
+    let claims = |name: &str| Claims {
+        sub: PlayerId::new(),
+        name: name.into(),
+        guest: true,
+        iat: now,
+        exp: now + 3600,
+        iss: "frontier".into(),
+    };
+    let signer = |id: &str, secret: &str| {
+        JwtKeys::rotating(&[(id, secret.as_bytes())], hour).map_err(anyhow::Error::msg)
+    };
+    // Tokens issued before the rotation (by the old secret alone, and by key `old`).
+    let before = JwtKeys::new(common::JWT_SECRET.as_bytes(), hour).map_err(anyhow::Error::msg)?;
+    for (label, token) in [
+        ("the old secret's", before.sign(&claims("a"))?),
+        ("key old's", signer("old", OLD)?.sign(&claims("b"))?),
+    ] {
+        let mut c = Client::connect(gw, label).await?;
+        c.send(json!({"type": "auth", "token": token})).await?;
+        let reply = c.next().await?;
+        assert_eq!(reply["type"], "authenticated", "{label} token: {reply}");
+    }
+    // A new token is signed with the newest key.
+    let (status, body) = post(gw, "/api/guest", "").await?;
+    assert_eq!(status, 201, "{body}");
+    let issued = body["token"].as_str().unwrap_or_default();
+    assert!(signer("new", NEW)?.verify(issued).is_ok(), "signed with key new");
+    assert!(signer("old", OLD)?.verify(issued).is_err());
+    // A key no longer in the set: its tokens are refused.
+    let removed = signer("gone", REMOVED)?.sign(&claims("c"))?;
+    let mut c = Client::connect(gw, "removed").await?;
+    c.send(json!({"type": "auth", "token": removed})).await?;
+    let e = c.until("error", |v| v["type"] == "error").await?;
+    assert_eq!(e["code"], "token_invalid");
+    p.stop().await;
+    Ok(())
+}

@@ -1,5 +1,13 @@
 //! JSON Web Tokens: HS256, signed with a shared secret, expiring, carrying the player id,
 //! name and whether the player is a guest.
+//!
+//! **Key rotation.** Verification takes a set of keys, each with an id (`kid`); tokens are
+//! signed with the newest (the last listed) and carry its id in their header. A token is
+//! checked with the key its `kid` names, and refused when no key has that id (a removed
+//! key's tokens); a token without `kid` (issued before key ids, or by `--jwt-secret` alone
+//! before a rotation) is checked against every key. So a rotation is: add the new key at
+//! the end (new tokens use it, old ones keep working until they expire), then, one token
+//! lifetime later, remove the old one.
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -48,17 +56,28 @@ pub enum AuthError {
     WrongIssuer,
 }
 
-/// The signing and verifying keys, and how long new tokens live.
+/// The key id of a secret given alone (`--jwt-secret`, `frontier dev`).
+pub const DEFAULT_KID: &str = "default";
+
+/// The signing key and every verifying key, and how long new tokens live.
 #[derive(Clone)]
 pub struct JwtKeys {
+    /// The newest key's id, written into every token issued.
+    kid: String,
     encoding: EncodingKey,
-    decoding: DecodingKey,
+    /// Every accepted key by id, the signing one included.
+    decoding: Vec<(String, DecodingKey)>,
     ttl: Duration,
 }
 
 impl std::fmt::Debug for JwtKeys {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "JwtKeys(<secret>, ttl {:?})", self.ttl)
+        let ids: Vec<&str> = self.decoding.iter().map(|(id, _)| id.as_str()).collect();
+        write!(
+            f,
+            "JwtKeys(signs with {}, accepts {ids:?}, <secrets>, ttl {:?})",
+            self.kid, self.ttl
+        )
     }
 }
 
@@ -70,16 +89,51 @@ fn now_secs() -> u64 {
 }
 
 impl JwtKeys {
-    /// Keys from a shared secret of at least 32 bytes.
+    /// Keys from one shared secret of at least 32 bytes, with the id [`DEFAULT_KID`].
     pub fn new(secret: &[u8], ttl: Duration) -> Result<JwtKeys, String> {
-        if secret.len() < 32 {
-            return Err("the JWT secret must be at least 32 bytes".into());
+        JwtKeys::rotating(&[(DEFAULT_KID, secret)], ttl)
+    }
+
+    /// Keys from `(id, secret)` pairs, oldest first: the last signs, every one verifies.
+    /// Each secret is at least 32 bytes; ids are 1–64 of `A-Za-z0-9._-` and distinct.
+    pub fn rotating(keys: &[(&str, &[u8])], ttl: Duration) -> Result<JwtKeys, String> {
+        let Some((newest, newest_secret)) = keys.last() else {
+            return Err("at least one JWT key is needed".into());
+        };
+        let mut decoding: Vec<(String, DecodingKey)> = Vec::with_capacity(keys.len());
+        for (id, secret) in keys {
+            let good_id = !id.is_empty()
+                && id.len() <= 64
+                && id
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'));
+            if !good_id {
+                return Err(format!(
+                    "JWT key id `{id}`: 1 to 64 letters, digits, `.`, `_` or `-`"
+                ));
+            }
+            if secret.len() < 32 {
+                return Err(format!("the JWT secret of key `{id}` must be at least 32 bytes"));
+            }
+            if decoding.iter().any(|(seen, _)| seen == id) {
+                return Err(format!("JWT key id `{id}` is given twice"));
+            }
+            decoding.push((
+                (*id).to_owned(),
+                DecodingKey::from_secret(secret).map_err(|e| e.to_string())?,
+            ));
         }
         Ok(JwtKeys {
-            encoding: EncodingKey::from_secret(secret).map_err(|e| e.to_string())?,
-            decoding: DecodingKey::from_secret(secret).map_err(|e| e.to_string())?,
+            kid: (*newest).to_owned(),
+            encoding: EncodingKey::from_secret(newest_secret).map_err(|e| e.to_string())?,
+            decoding,
             ttl,
         })
+    }
+
+    /// The id of the key new tokens are signed with.
+    pub fn signing_kid(&self) -> &str {
+        &self.kid
     }
 
     /// A signed token for this player.
@@ -98,8 +152,9 @@ impl JwtKeys {
 
     /// Signs arbitrary claims (tests make expired tokens with it).
     pub fn sign(&self, claims: &Claims) -> Result<String, AuthError> {
-        jsonwebtoken::encode(&Header::new(Algorithm::HS256), claims, &self.encoding)
-            .map_err(|_| AuthError::Malformed)
+        let mut header = Header::new(Algorithm::HS256);
+        header.kid = Some(self.kid.clone());
+        jsonwebtoken::encode(&header, claims, &self.encoding).map_err(|_| AuthError::Malformed)
     }
 
     /// Checks a token: signature, algorithm, issuer and expiry (no leeway).
@@ -114,14 +169,37 @@ impl JwtKeys {
         validation.set_issuer(&[ISSUER]);
         validation.leeway = 0;
         validation.set_required_spec_claims(&["exp", "iss", "sub"]);
-        jsonwebtoken::decode::<Claims>(token, &self.decoding, &validation)
-            .map(|data| data.claims)
-            .map_err(|e| match e.kind() {
-                ErrorKind::ExpiredSignature => AuthError::Expired,
-                ErrorKind::InvalidSignature => AuthError::BadSignature,
-                ErrorKind::InvalidIssuer | ErrorKind::InvalidAlgorithm => AuthError::WrongIssuer,
-                _ => AuthError::Malformed,
-            })
+        let header = jsonwebtoken::decode_header(token).map_err(|_| AuthError::Malformed)?;
+        let check = |key: &DecodingKey| {
+            jsonwebtoken::decode::<Claims>(token, key, &validation)
+                .map(|data| data.claims)
+                .map_err(|e| match e.kind() {
+                    ErrorKind::ExpiredSignature => AuthError::Expired,
+                    ErrorKind::InvalidSignature => AuthError::BadSignature,
+                    ErrorKind::InvalidIssuer | ErrorKind::InvalidAlgorithm => {
+                        AuthError::WrongIssuer
+                    }
+                    _ => AuthError::Malformed,
+                })
+        };
+        match header.kid {
+            // Its key, or none: a removed key's tokens are refused.
+            Some(kid) => match self.decoding.iter().find(|(id, _)| *id == kid) {
+                Some((_, key)) => check(key),
+                None => Err(AuthError::BadSignature),
+            },
+            // From before key ids: whichever key signed it.
+            None => {
+                let mut outcome = Err(AuthError::BadSignature);
+                for (_, key) in &self.decoding {
+                    outcome = check(key);
+                    if !matches!(outcome, Err(AuthError::BadSignature)) {
+                        break;
+                    }
+                }
+                outcome
+            }
+        }
     }
 }
 
@@ -157,5 +235,75 @@ mod tests {
             Err(AuthError::Expired)
         );
         assert!(JwtKeys::new(b"short", Duration::from_secs(1)).is_err());
+    }
+
+    const A: &[u8] = b"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa";
+    const B: &[u8] = b"bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb";
+    const HOUR: Duration = Duration::from_secs(3600);
+
+    fn kid_of(token: &str) -> Option<String> {
+        jsonwebtoken::decode_header(token).expect("a header").kid
+    }
+
+    #[test]
+    fn a_rotation_keeps_old_tokens_signs_new_ones_with_the_new_key_and_refuses_removed_keys() {
+        let before = JwtKeys::rotating(&[("k1", A)], HOUR).expect("keys");
+        let old = before.issue(PlayerId::new(), "ann", false).expect("sign");
+        assert_eq!(kid_of(&old).as_deref(), Some("k1"));
+        // Rotation: the new key is added last.
+        let during = JwtKeys::rotating(&[("k1", A), ("k2", B)], HOUR).expect("keys");
+        assert_eq!(during.verify(&old).map(|c| c.name), Ok("ann".to_owned()));
+        let new = during.issue(PlayerId::new(), "bob", false).expect("sign");
+        assert_eq!(kid_of(&new).as_deref(), Some("k2"));
+        assert_eq!(during.signing_kid(), "k2");
+        // Signed with B: a verifier with only A refuses it.
+        assert_eq!(before.verify(&new), Err(AuthError::BadSignature));
+        // The old key removed: its tokens are refused, the new ones are not.
+        let after = JwtKeys::rotating(&[("k2", B)], HOUR).expect("keys");
+        assert_eq!(after.verify(&old), Err(AuthError::BadSignature));
+        assert!(after.verify(&new).is_ok());
+        // An old token still expires as it did.
+        let expired = Claims {
+            iat: 1,
+            exp: 2,
+            ..during.verify(&old).expect("valid")
+        };
+        let expired = before.sign(&expired).expect("sign");
+        assert_eq!(during.verify(&expired), Err(AuthError::Expired));
+    }
+
+    #[test]
+    fn a_token_without_key_id_is_checked_against_every_key_and_a_forged_kid_gains_nothing() {
+        // A token from before key ids: no `kid` in its header.
+        let claims = Claims {
+            sub: PlayerId::new(),
+            name: "old".into(),
+            guest: true,
+            iat: now_secs(),
+            exp: now_secs() + 60,
+            iss: ISSUER.into(),
+        };
+        let legacy = jsonwebtoken::encode(
+            &Header::new(Algorithm::HS256),
+            &claims,
+            &EncodingKey::from_secret(A),
+        )
+        .expect("sign");
+        let keys = JwtKeys::rotating(&[(DEFAULT_KID, A), ("k2", B)], HOUR).expect("keys");
+        assert_eq!(keys.verify(&legacy), Ok(claims.clone()));
+        // Signed with A but claiming B's id: checked with B, refused.
+        let mut header = Header::new(Algorithm::HS256);
+        header.kid = Some("k2".into());
+        let forged = jsonwebtoken::encode(&header, &claims, &EncodingKey::from_secret(A))
+            .expect("sign");
+        assert_eq!(keys.verify(&forged), Err(AuthError::BadSignature));
+    }
+
+    #[test]
+    fn key_sets_are_checked() {
+        assert!(JwtKeys::rotating(&[], HOUR).is_err());
+        assert!(JwtKeys::rotating(&[("k1", A), ("k1", B)], HOUR).is_err());
+        assert!(JwtKeys::rotating(&[("bad id", A)], HOUR).is_err());
+        assert!(JwtKeys::rotating(&[("k1", b"short")], HOUR).is_err());
     }
 }

@@ -80,19 +80,51 @@ pub struct NamespaceArgs {
 /// JWT settings.
 #[derive(Clone, clap::Args)]
 pub struct JwtArgs {
-    /// Shared HS256 secret (at least 32 bytes). Every gateway must use the same one.
+    /// A shared HS256 secret (at least 32 bytes), the key of id `default`. Every gateway
+    /// must use the same keys. Either this or `--jwt-keys`, or both (this one counts as
+    /// the oldest key: how a platform that had only a secret starts a rotation).
     #[arg(long, env = "FRONTIER_JWT_SECRET", hide_env_values = true)]
-    pub jwt_secret: String,
+    pub jwt_secret: Option<String>,
+    /// Signing keys for rotation: `id:secret` pairs, comma-separated, oldest first. The
+    /// last signs new tokens (its id goes in their `kid`); every listed key still verifies
+    /// the tokens it signed, and a token whose key is no longer listed is refused. Ids are
+    /// letters, digits, `.`, `_`, `-`; secrets at least 32 bytes, without commas.
+    #[arg(long, env = "FRONTIER_JWT_KEYS", hide_env_values = true)]
+    pub jwt_keys: Option<String>,
     /// How long issued tokens stay valid.
     #[arg(long, env = "FRONTIER_JWT_TTL", default_value = "12h", value_parser = parse_duration)]
     pub jwt_ttl: Duration,
+}
+
+impl JwtArgs {
+    /// The keys these settings give.
+    pub fn keys(&self) -> Result<crate::auth::JwtKeys, String> {
+        let mut keys: Vec<(&str, &[u8])> = Vec::new();
+        if let Some(secret) = &self.jwt_secret {
+            keys.push((crate::auth::DEFAULT_KID, secret.as_bytes()));
+        }
+        for pair in self.jwt_keys.iter().flat_map(|k| k.split(',')) {
+            let pair = pair.trim();
+            if pair.is_empty() {
+                continue;
+            }
+            let Some((id, secret)) = pair.split_once(':') else {
+                return Err("--jwt-keys: write each key as id:secret".into());
+            };
+            keys.push((id.trim(), secret.as_bytes()));
+        }
+        if keys.is_empty() {
+            return Err("set --jwt-secret (FRONTIER_JWT_SECRET) or --jwt-keys (FRONTIER_JWT_KEYS)".into());
+        }
+        crate::auth::JwtKeys::rotating(&keys, self.jwt_ttl)
+    }
 }
 
 impl std::fmt::Debug for JwtArgs {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,
-            "JwtArgs {{ jwt_secret: <secret>, jwt_ttl: {:?} }}",
+            "JwtArgs {{ jwt_secret: <secret>, jwt_keys: <secrets>, jwt_ttl: {:?} }}",
             self.jwt_ttl
         )
     }

@@ -2,3 +2,4 @@
 //! `frontier dev` subcommand; tests start it in-process).
 
 pub mod dev;
+pub mod smoke;

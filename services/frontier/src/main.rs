@@ -47,6 +47,9 @@ enum Service {
     Dev(frontier::dev::DevConfig),
     /// Thinks for the computer's seats: bot jobs from the JetStream work queue.
     BotWorker(frontier_bot_worker::Config),
+    /// Not a service: plays one move through a running gateway and exits (0: it was
+    /// played). The chart's `helm test`.
+    Smoke(frontier::smoke::SmokeArgs),
 }
 
 impl Service {
@@ -59,6 +62,7 @@ impl Service {
             Service::Rating(_) => "rating",
             Service::Dev(_) => "dev",
             Service::BotWorker(_) => "bot-worker",
+            Service::Smoke(_) => "smoke",
         }
     }
 
@@ -71,6 +75,7 @@ impl Service {
             Service::Rating(c) => frontier_rating::run(c, shutdown).await,
             Service::Dev(c) => frontier::dev::run(c, shutdown).await,
             Service::BotWorker(c) => frontier_bot_worker::run(c, shutdown).await,
+            Service::Smoke(args) => frontier::smoke::run(args).await,
         }
     }
 }

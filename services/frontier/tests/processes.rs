@@ -749,3 +749,29 @@ async fn an_idle_service_exports_process_metrics_and_its_counters_at_zero() -> a
     p.stop().await;
     Ok(())
 }
+
+/// `frontier smoke` (the chart's `helm test`) plays a move through a running gateway and
+/// exits 0; pointed at an address where no gateway answers, it fails.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn frontier_smoke_plays_a_move_through_a_gateway_and_fails_without_one() -> anyhow::Result<()>
+{
+    let _one_at_a_time = ONE_AT_A_TIME.lock().await;
+    let p = Platform::start(1).await?;
+    let smoke = |gateway: String| {
+        tokio::process::Command::new(env!("CARGO_BIN_EXE_frontier"))
+            .args(["smoke", "--gateway", &gateway, "--timeout", "20s"])
+            .output()
+    };
+    let ok = smoke(format!("http://{}", p.gateways[0])).await?;
+    assert!(
+        ok.status.success(),
+        "{}{}",
+        String::from_utf8_lossy(&ok.stdout),
+        String::from_utf8_lossy(&ok.stderr)
+    );
+    let nobody = smoke(format!("http://127.0.0.1:{}", free_port())).await?;
+    assert!(!nobody.status.success());
+    assert!(String::from_utf8_lossy(&nobody.stderr).contains("guest for White"));
+    p.stop().await;
+    Ok(())
+}

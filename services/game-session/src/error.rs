@@ -24,6 +24,10 @@ pub enum SessionError {
     /// Stored data could not be read.
     #[error("{0}")]
     Corrupt(String),
+    /// A game stored in a newer format than this instance reads (a rolling upgrade in
+    /// progress): left as it is, and the caller told to try again (`unavailable`).
+    #[error("stored in format {0}, newer than this version's")]
+    NewerFormat(u32),
     /// A bug or an exhausted retry.
     #[error("{0}")]
     Internal(String),

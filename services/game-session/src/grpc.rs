@@ -74,6 +74,13 @@ pub fn status(e: SessionError) -> Status {
             tracing::error!(error = %e, "messaging failure");
             refusal(ErrorCode::Unavailable, "messaging is unavailable")
         }
+        SessionError::NewerFormat(format) => {
+            tracing::warn!(format, "a game stored by a newer version: left to it");
+            refusal(
+                ErrorCode::Unavailable,
+                "the game is being upgraded; try again",
+            )
+        }
         SessionError::Corrupt(e) | SessionError::Internal(e) => {
             tracing::error!(error = %e, "internal failure");
             refusal(ErrorCode::Internal, "something failed on the server")

@@ -68,6 +68,11 @@ impl std::ops::DerefMut for Loaded {
     }
 }
 
+/// The storage format this version writes (`StoredGame.format`). Raise it with any change
+/// an older version could not read back whole — and only once every instance reads it
+/// (one release that reads the new format, the next that writes it).
+pub const FORMAT: u32 = 1;
+
 /// The stored bytes of a live game.
 pub fn encode(loaded: &mut Loaded) -> Bytes {
     let mut stored = StoredGame::from(&loaded.live);
@@ -86,6 +91,11 @@ pub fn encode(loaded: &mut Loaded) -> Bytes {
 pub fn decode(bytes: &[u8]) -> Result<Loaded, SessionError> {
     let mut stored = StoredGame::decode(bytes)
         .map_err(|e| SessionError::Corrupt(format!("stored game: {e}")))?;
+    // Format 0 (before formats were numbered) is format 1; a newer one is not ours to
+    // rewrite.
+    if stored.format > FORMAT {
+        return Err(SessionError::NewerFormat(stored.format));
+    }
     let stored_moves = std::mem::take(&mut stored.moves);
     let mut live = LiveGame::try_from(stored)?;
     live.moves = stored_moves
@@ -396,6 +406,7 @@ impl From<&LiveGame> for StoredGame {
             commitment: info.commitment.clone(),
             start_fen: info.start_fen.clone(),
             clock: g.clock.as_ref().map(clock_to_stored),
+            format: FORMAT,
         }
     }
 }

@@ -710,3 +710,71 @@ async fn the_in_memory_store_keeps_rematch_offers_as_redis_does() {
         .collect();
     assert_eq!(kinds, ["offered", "cancelled", "offered", "started"]);
 }
+
+/// A stored game carries its format: a game written before formats were numbered (0) is
+/// read and played on (and rewritten in this version's format); a game written in a newer
+/// format than this version's is left as it is and the move answered as a typed error
+/// (`NewerFormat`, `unavailable` to the client): an instance of the old version during a
+/// rolling upgrade never rewrites, and so never drops, what it cannot read.
+#[tokio::test]
+async fn a_stored_games_format_is_read_when_older_and_left_alone_when_newer() {
+    use frontier_game_session::storage;
+    use frontier_game_session::store::Write;
+    use frontier_proto::gamesession::storage::v1::StoredGame;
+    use prost::Message as _;
+    let svc = service();
+    let (game, white, black) = started(&svc, Variant::Standard).await;
+    svc.act(&game, &white.id, "", None, &mv("e2e4"))
+        .await
+        .expect("legal");
+    let rewrite = |format: u32| {
+        let svc = &svc;
+        let game = game;
+        async move {
+            let (version, bytes) = svc.store().load(&game).await.expect("load").expect("stored");
+            let mut stored = StoredGame::decode(bytes.as_ref()).expect("decodes");
+            stored.format = format;
+            let state = bytes::Bytes::from(stored.encode_to_vec());
+            let written = svc
+                .store()
+                .compare_and_set(Write {
+                    game,
+                    expected: version,
+                    version: version + 1,
+                    state: state.clone(),
+                    entries: vec![bytes::Bytes::new()],
+                    finished_ttl: None,
+                    outbox: false,
+                    deadline: None,
+                    bot_job: None,
+                })
+                .await
+                .expect("written");
+            assert!(written);
+            state
+        }
+    };
+    let format_now = || async {
+        let (_, bytes) = svc.store().load(&game).await.expect("load").expect("stored");
+        StoredGame::decode(bytes.as_ref()).expect("decodes").format
+    };
+    assert_eq!(format_now().await, storage::FORMAT, "this version writes its format");
+    // Newer: refused, typed, and the stored bytes untouched.
+    let newer = rewrite(storage::FORMAT + 1).await;
+    let refused = svc
+        .act(&game, &black.id, "", None, &mv("e7e5"))
+        .await
+        .expect_err("a newer format is not this version's to play");
+    assert!(
+        matches!(refused, SessionError::NewerFormat(f) if f == storage::FORMAT + 1),
+        "{refused:?}"
+    );
+    let (_, kept) = svc.store().load(&game).await.expect("load").expect("stored");
+    assert_eq!(kept, newer, "left as it was");
+    // Older (0): read, played, and written back in this version's format.
+    rewrite(0).await;
+    svc.act(&game, &black.id, "", None, &mv("e7e5"))
+        .await
+        .expect("an older format is read");
+    assert_eq!(format_now().await, storage::FORMAT);
+}

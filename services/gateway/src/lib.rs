@@ -135,8 +135,7 @@ pub async fn build(config: &Config) -> anyhow::Result<Service> {
     let nats = frontier_platform::streams::connect(&config.nats.nats_url)
         .await
         .map_err(anyhow::Error::msg)?;
-    let jwt = JwtKeys::new(config.jwt.jwt_secret.as_bytes(), config.jwt.jwt_ttl)
-        .map_err(anyhow::Error::msg)?;
+    let jwt = config.jwt.keys().map_err(anyhow::Error::msg)?;
     let redis = config
         .redis
         .connect()
