@@ -36,7 +36,10 @@ async fn rows(url: &str) -> anyhow::Result<Vec<(String, Vec<String>)>> {
     let mut all = Vec::new();
     for table in tables {
         let mut rows: Vec<String> =
-            sqlx::query_scalar(&format!("SELECT to_jsonb(t)::text FROM \"{table}\" t"))
+            // The table names come from the catalogue, not from input.
+            sqlx::query_scalar(sqlx::AssertSqlSafe(format!(
+                "SELECT to_jsonb(t)::text FROM \"{table}\" t"
+            )))
                 .fetch_all(&pool)
                 .await?;
         rows.sort();
@@ -60,8 +63,8 @@ fn run(program: &str, args: &[&str]) -> anyhow::Result<()> {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_dump_restored_into_a_fresh_database_serves_every_game_and_rating()
--> anyhow::Result<()> {
+async fn a_dump_restored_into_a_fresh_database_serves_every_game_and_rating() -> anyhow::Result<()>
+{
     let p = Platform::start(1, 1, None).await?;
     let gw = p.gateways[0];
     let (ta, alice) = register(gw, "alice").await?;
@@ -86,7 +89,9 @@ async fn a_dump_restored_into_a_fresh_database_serves_every_game_and_rating()
         black
             .send(json!({"type": "join_board", "id": "j", "code": created["code"]}))
             .await?;
-        black.until("joined", |v| v["type"] == "board_joined").await?;
+        black
+            .until("joined", |v| v["type"] == "board_joined")
+            .await?;
         for (i, uci) in ["f2f3", "e7e5", "g2g4", "d8h4"].iter().enumerate() {
             let mover = if i % 2 == 0 { &mut *white } else { &mut *black };
             mover.play(&game, uci).await?;
@@ -103,7 +108,10 @@ async fn a_dump_restored_into_a_fresh_database_serves_every_game_and_rating()
     let deadline = tokio::time::Instant::now() + common::WAIT;
     for game in &games {
         while get(gw, &format!("/api/games/{game}")).await?.0 != 200 {
-            anyhow::ensure!(tokio::time::Instant::now() < deadline, "{game} not recorded");
+            anyhow::ensure!(
+                tokio::time::Instant::now() < deadline,
+                "{game} not recorded"
+            );
             tokio::time::sleep(std::time::Duration::from_millis(50)).await;
         }
     }
@@ -139,8 +147,7 @@ async fn a_dump_restored_into_a_fresh_database_serves_every_game_and_rating()
     let restored_url = format!("http://{}", listener.local_addr()?);
     let shutdown = frontier_platform::Shutdown::new();
     let task = tokio::spawn(service.serve(listener, shutdown.clone()));
-    let mut original =
-        frontier_proto::rating_client(&p.rating_url).map_err(anyhow::Error::msg)?;
+    let mut original = frontier_proto::rating_client(&p.rating_url).map_err(anyhow::Error::msg)?;
     let mut copy = frontier_proto::rating_client(&restored_url).map_err(anyhow::Error::msg)?;
     for game in &games {
         let request = pb::GetGameRequest {
@@ -161,14 +168,20 @@ async fn a_dump_restored_into_a_fresh_database_serves_every_game_and_rating()
         };
         let page = copy.list_player_games(request.clone()).await?.into_inner();
         assert_eq!(page.games.len(), games.len());
-        assert_eq!(page, original.list_player_games(request).await?.into_inner());
+        assert_eq!(
+            page,
+            original.list_player_games(request).await?.into_inner()
+        );
         let request = pb::RatingHistoryRequest {
             player_id: player.clone(),
             variant: Variant::Standard as i32,
         };
         let history = copy.rating_history(request.clone()).await?.into_inner();
         assert_eq!(history.points.len(), 3, "three rated games");
-        assert_eq!(history, original.rating_history(request).await?.into_inner());
+        assert_eq!(
+            history,
+            original.rating_history(request).await?.into_inner()
+        );
         // Ratings as of now: the RD grows with the time since the last game, read a moment
         // apart here, so it is compared to a millionth.
         let request = pb::GetPlayerRequest {
@@ -192,4 +205,3 @@ async fn a_dump_restored_into_a_fresh_database_serves_every_game_and_rating()
     p.stop().await;
     Ok(())
 }
-

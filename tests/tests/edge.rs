@@ -348,7 +348,10 @@ async fn a_key_rotation_keeps_old_tokens_signs_with_the_new_key_and_refuses_remo
     let (status, body) = post(gw, "/api/guest", "").await?;
     assert_eq!(status, 201, "{body}");
     let issued = body["token"].as_str().unwrap_or_default();
-    assert!(signer("new", NEW)?.verify(issued).is_ok(), "signed with key new");
+    assert!(
+        signer("new", NEW)?.verify(issued).is_ok(),
+        "signed with key new"
+    );
     assert!(signer("old", OLD)?.verify(issued).is_err());
     // A key no longer in the set: its tokens are refused.
     let removed = signer("gone", REMOVED)?.sign(&claims("c"))?;

@@ -113,7 +113,9 @@ impl JwtKeys {
                 ));
             }
             if secret.len() < 32 {
-                return Err(format!("the JWT secret of key `{id}` must be at least 32 bytes"));
+                return Err(format!(
+                    "the JWT secret of key `{id}` must be at least 32 bytes"
+                ));
             }
             if decoding.iter().any(|(seen, _)| seen == id) {
                 return Err(format!("JWT key id `{id}` is given twice"));
@@ -286,7 +288,7 @@ mod tests {
         let legacy = jsonwebtoken::encode(
             &Header::new(Algorithm::HS256),
             &claims,
-            &EncodingKey::from_secret(A),
+            &EncodingKey::from_secret(A).expect("a key"),
         )
         .expect("sign");
         let keys = JwtKeys::rotating(&[(DEFAULT_KID, A), ("k2", B)], HOUR).expect("keys");
@@ -294,8 +296,12 @@ mod tests {
         // Signed with A but claiming B's id: checked with B, refused.
         let mut header = Header::new(Algorithm::HS256);
         header.kid = Some("k2".into());
-        let forged = jsonwebtoken::encode(&header, &claims, &EncodingKey::from_secret(A))
-            .expect("sign");
+        let forged = jsonwebtoken::encode(
+            &header,
+            &claims,
+            &EncodingKey::from_secret(A).expect("a key"),
+        )
+        .expect("sign");
         assert_eq!(keys.verify(&forged), Err(AuthError::BadSignature));
     }
 

@@ -114,7 +114,9 @@ impl JwtArgs {
             keys.push((id.trim(), secret.as_bytes()));
         }
         if keys.is_empty() {
-            return Err("set --jwt-secret (FRONTIER_JWT_SECRET) or --jwt-keys (FRONTIER_JWT_KEYS)".into());
+            return Err(
+                "set --jwt-secret (FRONTIER_JWT_SECRET) or --jwt-keys (FRONTIER_JWT_KEYS)".into(),
+            );
         }
         crate::auth::JwtKeys::rotating(&keys, self.jwt_ttl)
     }

@@ -528,8 +528,7 @@ async fn a_worker_killed_while_thinking_has_its_job_done_by_another() {
     // the time from the kill to the bot's move is printed (docs/benchmarks.md).
     let ack_wait_text =
         std::env::var("FRONTIER_BOT_TEST_ACK_WAIT").unwrap_or_else(|_| "1s".to_owned());
-    let ack_wait =
-        frontier_platform::config::parse_duration(&ack_wait_text).expect("a duration");
+    let ack_wait = frontier_platform::config::parse_duration(&ack_wait_text).expect("a duration");
     let mut env = env().await;
     let board = env.board().await;
     let job = env.job(&board).await;

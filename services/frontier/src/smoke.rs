@@ -45,17 +45,27 @@ pub async fn run(args: SmokeArgs) -> anyhow::Result<()> {
 async fn play_one_move(authority: &str) -> anyhow::Result<()> {
     let white_token = guest(authority).await.context("guest for White")?;
     let black_token = guest(authority).await.context("guest for Black")?;
-    let mut white = connect(authority, &white_token).await.context("White connects")?;
+    let mut white = connect(authority, &white_token)
+        .await
+        .context("White connects")?;
     send(
         &mut white,
         json!({"type": "create_board", "id": "c", "variant": "standard", "color": "white"}),
     )
     .await?;
     let created = answer(&mut white, "c").await.context("create_board")?;
-    let game = created["game_id"].as_str().context("board_created: game_id")?;
+    let game = created["game_id"]
+        .as_str()
+        .context("board_created: game_id")?;
     let code = created["code"].as_str().context("board_created: code")?;
-    let mut black = connect(authority, &black_token).await.context("Black connects")?;
-    send(&mut black, json!({"type": "join_board", "id": "j", "code": code})).await?;
+    let mut black = connect(authority, &black_token)
+        .await
+        .context("Black connects")?;
+    send(
+        &mut black,
+        json!({"type": "join_board", "id": "j", "code": code}),
+    )
+    .await?;
     answer(&mut black, "j").await.context("join_board")?;
     send(
         &mut white,
@@ -63,7 +73,11 @@ async fn play_one_move(authority: &str) -> anyhow::Result<()> {
     )
     .await?;
     answer(&mut white, "m").await.context("move e2e4")?;
-    send(&mut white, json!({"type": "resign", "id": "r", "game_id": game})).await?;
+    send(
+        &mut white,
+        json!({"type": "resign", "id": "r", "game_id": game}),
+    )
+    .await?;
     answer(&mut white, "r").await.context("resign")?;
     Ok(())
 }
@@ -82,7 +96,10 @@ async fn guest(authority: &str) -> anyhow::Result<String> {
     if status != "201" {
         bail!("POST /api/guest answered {status}");
     }
-    let body = text.split_once("\r\n\r\n").map(|(_, b)| b).unwrap_or_default();
+    let body = text
+        .split_once("\r\n\r\n")
+        .map(|(_, b)| b)
+        .unwrap_or_default();
     // The JSON object, whether or not the body came in chunks.
     let start = body.find('{').context("a JSON body")?;
     let end = body.rfind('}').context("a JSON body")?;
@@ -111,7 +128,11 @@ async fn send(ws: &mut Socket, value: Value) -> anyhow::Result<()> {
 
 async fn next(ws: &mut Socket) -> anyhow::Result<Value> {
     loop {
-        match ws.next().await.context("the gateway closed the connection")?? {
+        match ws
+            .next()
+            .await
+            .context("the gateway closed the connection")??
+        {
             Message::Text(t) => return Ok(serde_json::from_str(t.as_str())?),
             Message::Close(frame) => bail!("the gateway closed the connection: {frame:?}"),
             _ => {}

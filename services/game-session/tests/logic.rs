@@ -729,9 +729,13 @@ async fn a_stored_games_format_is_read_when_older_and_left_alone_when_newer() {
         .expect("legal");
     let rewrite = |format: u32| {
         let svc = &svc;
-        let game = game;
         async move {
-            let (version, bytes) = svc.store().load(&game).await.expect("load").expect("stored");
+            let (version, bytes) = svc
+                .store()
+                .load(&game)
+                .await
+                .expect("load")
+                .expect("stored");
             let mut stored = StoredGame::decode(bytes.as_ref()).expect("decodes");
             stored.format = format;
             let state = bytes::Bytes::from(stored.encode_to_vec());
@@ -755,10 +759,19 @@ async fn a_stored_games_format_is_read_when_older_and_left_alone_when_newer() {
         }
     };
     let format_now = || async {
-        let (_, bytes) = svc.store().load(&game).await.expect("load").expect("stored");
+        let (_, bytes) = svc
+            .store()
+            .load(&game)
+            .await
+            .expect("load")
+            .expect("stored");
         StoredGame::decode(bytes.as_ref()).expect("decodes").format
     };
-    assert_eq!(format_now().await, storage::FORMAT, "this version writes its format");
+    assert_eq!(
+        format_now().await,
+        storage::FORMAT,
+        "this version writes its format"
+    );
     // Newer: refused, typed, and the stored bytes untouched.
     let newer = rewrite(storage::FORMAT + 1).await;
     let refused = svc
@@ -769,7 +782,12 @@ async fn a_stored_games_format_is_read_when_older_and_left_alone_when_newer() {
         matches!(refused, SessionError::NewerFormat(f) if f == storage::FORMAT + 1),
         "{refused:?}"
     );
-    let (_, kept) = svc.store().load(&game).await.expect("load").expect("stored");
+    let (_, kept) = svc
+        .store()
+        .load(&game)
+        .await
+        .expect("load")
+        .expect("stored");
     assert_eq!(kept, newer, "left as it was");
     // Older (0): read, played, and written back in this version's format.
     rewrite(0).await;
