@@ -275,10 +275,16 @@ def diff(a, b, path="") -> str:
     return ""
 
 
-def pod_specs(objects: list[dict]):
+def pod_specs(objects: list[dict], every: bool = False):
+    """The pod specs of long-running workloads (Deployments, StatefulSets); with `every`,
+    also those of the CronJob's jobs and of bare Pods (the `helm test` hook)."""
     for obj in objects:
         if obj["kind"] in ("Deployment", "StatefulSet"):
             yield obj, obj["spec"]["template"]["spec"]
+        elif every and obj["kind"] == "CronJob":
+            yield obj, obj["spec"]["jobTemplate"]["spec"]["template"]["spec"]
+        elif every and obj["kind"] == "Pod":
+            yield obj, obj["spec"]
 
 
 def assert_invariants(c: Checks, label: str, values: dict, objects: list[dict]) -> None:
@@ -291,11 +297,29 @@ def assert_invariants(c: Checks, label: str, values: dict, objects: list[dict]) 
     config = next(o for o in objects if o["kind"] == "ConfigMap" and o["metadata"]["name"] == RELEASE)["data"]
     drain = seconds(config["FRONTIER_DRAIN_TIMEOUT"])
 
-    # Every container: non-root, read-only root, no privilege escalation, probes, limits.
-    for obj, spec in pod_specs(objects):
+    # Every pod: its own ServiceAccount (named for its component, used by no other
+    # workload), and no token, neither from the pod nor from the ServiceAccount: no
+    # Frontier pod calls the Kubernetes API.
+    accounts = {o["metadata"]["name"]: o for o in objects if o["kind"] == "ServiceAccount"}
+    used: dict[str, str] = {}
+    for obj, spec in pod_specs(objects, every=True):
+        name = f"{label}: {obj['kind']}/{obj['metadata']['name']}"
+        c.check(spec.get("automountServiceAccountToken") is False, f"{name}: no service-account token")
+        sa = spec.get("serviceAccountName", "default")
+        c.check(sa in accounts and accounts[sa].get("automountServiceAccountToken") is False,
+                f"{name}: runs as its own ServiceAccount {sa!r}, rendered, with automountServiceAccountToken false")
+        c.check(sa == f"{RELEASE}-{component(obj)}" and sa not in used,
+                f"{name}: ServiceAccount {sa!r} is its component's alone (also used by {used.get(sa)})")
+        used[sa] = obj["metadata"]["name"]
+    c.check(sorted(used) == sorted(accounts), f"{label}: every ServiceAccount is used by one workload "
+            f"({sorted(set(accounts) - set(used))} unused)")
+
+    # Every container: non-root, read-only root, no privilege escalation, limits; probes
+    # for the long-running ones.
+    for obj, spec in pod_specs(objects, every=True):
         name = f"{label}: {obj['kind']}/{obj['metadata']['name']}"
         pod_sc = spec.get("securityContext", {})
-        c.check(spec.get("automountServiceAccountToken") is False, f"{name}: no service-account token")
+        long_running = obj["kind"] in ("Deployment", "StatefulSet")
         for ctr in spec.get("initContainers", []) + spec["containers"]:
             cname = f"{name} container {ctr['name']}"
             sc = ctr.get("securityContext", {})
@@ -305,11 +329,12 @@ def assert_invariants(c: Checks, label: str, values: dict, objects: list[dict]) 
             c.check(sc.get("readOnlyRootFilesystem") is True, f"{cname}: read-only root filesystem")
             c.check(sc.get("allowPrivilegeEscalation") is False, f"{cname}: no privilege escalation")
             c.check(sc.get("capabilities", {}).get("drop") == ["ALL"], f"{cname}: drops every capability")
-            c.check("livenessProbe" in ctr and "readinessProbe" in ctr, f"{cname}: liveness and readiness probes")
+            if long_running:
+                c.check("livenessProbe" in ctr and "readinessProbe" in ctr, f"{cname}: liveness and readiness probes")
             res = ctr.get("resources", {})
             c.check(all(res.get(k, {}).get(r) for k in ("requests", "limits") for r in ("cpu", "memory")),
                     f"{cname}: cpu and memory requests and limits")
-        if component(obj) in SERVICES:
+        if component(obj) in SERVICES and long_running:
             ctr = spec["containers"][0]
             c.check(ctr["args"] == [component(obj)], f"{name}: runs `frontier {component(obj)}`")
             probe = lambda p: ctr.get(p, {}).get("httpGet", {}).get("path")
@@ -472,6 +497,11 @@ def check_the_checks(c: Checks) -> None:
         "no HPA for matchmaking": lambda o: o.remove(first(o, "HorizontalPodAutoscaler", f"{RELEASE}-matchmaking")),
         "no PodDisruptionBudget for matchmaking": lambda o: o.remove(first(o, "PodDisruptionBudget", f"{RELEASE}-matchmaking")),
         "no matchmaking Deployment": lambda o: o.remove(first(o, "Deployment", f"{RELEASE}-matchmaking")),
+        "a pod with a service-account token": lambda o: gateway(o).update(automountServiceAccountToken=True),
+        "a ServiceAccount that mounts its token": lambda o: first(o, "ServiceAccount", f"{RELEASE}-clock")
+            .update(automountServiceAccountToken=True),
+        "two services sharing a ServiceAccount": lambda o: gateway(o).update(serviceAccountName=f"{RELEASE}-rating"),
+        "a pod on the default ServiceAccount": lambda o: gateway(o).pop("serviceAccountName"),
         "the JWT secret given to rating": lambda o: first(o, "Deployment", f"{RELEASE}-rating")["spec"]["template"]["spec"]
             ["containers"][0]["env"].append({"name": "FRONTIER_JWT_SECRET", "value": "x"}),
     }

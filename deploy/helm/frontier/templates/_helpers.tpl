@@ -122,3 +122,19 @@ topologySpreadConstraints:
       name: {{ include "frontier.secretName" (index . 2) }}
       key: {{ index . 1 }}
 {{- end -}}
+
+{{/*
+A component's own ServiceAccount (dict root, component): no token is mounted, since no
+Frontier pod calls the Kubernetes API (KEDA reads NATS's monitoring port from its own
+operator, with no TriggerAuthentication). The pods set automountServiceAccountToken: false
+as well.
+*/}}
+{{- define "frontier.serviceAccount" -}}
+apiVersion: v1
+kind: ServiceAccount
+metadata:
+  name: {{ include "frontier.component" . }}
+  labels:
+    {{- include "frontier.labels" . | nindent 4 }}
+automountServiceAccountToken: false
+{{- end -}}
