@@ -514,6 +514,45 @@ def check_the_checks(c: Checks) -> None:
         c.check(bool(scratch.failures), f"the invariants catch {what}")
 
 
+# The values key of each service (its image.tag overrides the global one).
+SERVICE_KEYS = {"gateway": "gateway", "game-session": "gameSession", "clock": "clock", "rating": "rating",
+                "bot-worker": "botWorker", "matchmaking": "matchmaking"}
+
+
+def frontier_images(objects: list[dict]) -> dict[str, str]:
+    """The Frontier image of each component's pods (the `helm test` Pod, `test`, included)."""
+    images = {}
+    for obj, spec in pod_specs(objects, every=True):
+        comp = obj["metadata"]["labels"].get("app.kubernetes.io/component")
+        if comp in SERVICES or comp == "test":
+            images[comp] = spec["containers"][0]["image"]
+    return images
+
+
+def check_image_tags(c: Checks) -> None:
+    """Per-service image tags: an override lands on its service alone (the `helm test` Pod
+    follows the gateway's: it is a client of that gateway); the others keep the global tag,
+    else the chart's appVersion."""
+    import helm_python as helm
+
+    with helm.Chart.load(str(CHART)) as chart:
+        app_version = chart.metadata["appVersion"]
+    base = load_values("production.yaml")
+    repo = base["image"]["repository"]
+    every = {"matchmaking": {"enabled": True}, "botWorker": {"enabled": True}}
+    plain = frontier_images(render(deep_merge(copy.deepcopy(base), every)))
+    c.check(set(plain) >= set(SERVICES) and set(plain.values()) == {f"{repo}:{base['image']['tag']}"},
+            f"without overrides every service runs the global image ({plain})")
+    defaults = frontier_images(render({}))
+    c.check(set(defaults.values()) == {f"frontier:{app_version}"}, f"an empty image.tag is the appVersion ({defaults})")
+    for comp, vkey in SERVICE_KEYS.items():
+        values = deep_merge(copy.deepcopy(base), every)
+        deep_merge(values, {vkey: {"image": {"tag": f"9.9.9-{comp}"}}})
+        images = frontier_images(render(values))
+        want = {k: (f"{repo}:9.9.9-{comp}" if comp in (k, "gateway" if k == "test" else None) else plain[k]) for k in plain}
+        c.check(images == want, f"{vkey}.image.tag lands on {comp} alone: {images}")
+
+
 def check_bad_values(c: Checks) -> None:
     import helm_python as helm
 
@@ -760,6 +799,8 @@ def check() -> int:
         assert_invariants(c, label, values, objects)
     print("deploy-check: the checks catch what they are for")
     check_the_checks(c)
+    print("deploy-check: per-service image tags")
+    check_image_tags(c)
     print("deploy-check: values the schema must refuse")
     check_bad_values(c)
     print("deploy-check: k8s/ up to date")

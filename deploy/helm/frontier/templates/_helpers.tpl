@@ -46,8 +46,15 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
 {{- end -}}
 
+{{/*
+A service's image (dict root, tag): the service's own `image.tag` when set, else the
+global `image.tag`, else the chart's appVersion; one repository for all. Per-service tags
+make the ordered upgrade of deploy/README.md possible (one service at a time).
+*/}}
 {{- define "frontier.image" -}}
-{{- printf "%s:%s" .Values.image.repository (default .Chart.AppVersion .Values.image.tag) -}}
+{{- $root := .root -}}
+{{- $tag := default (default $root.Chart.AppVersion $root.Values.image.tag) .tag -}}
+{{- printf "%s:%s" $root.Values.image.repository $tag -}}
 {{- end -}}
 
 {{- define "frontier.secretName" -}}

@@ -83,7 +83,7 @@ spec:
       {{- end }}
       containers:
         - name: {{ .component }}
-          image: {{ include "frontier.image" $root }}
+          image: {{ include "frontier.image" (dict "root" $root "tag" $v.image.tag) }}
           imagePullPolicy: {{ $root.Values.image.pullPolicy }}
           args: [{{ .component | quote }}]
           ports:
