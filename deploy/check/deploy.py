@@ -556,6 +556,14 @@ def check_image_tags(c: Checks) -> None:
 def check_bad_values(c: Checks) -> None:
     import helm_python as helm
 
+    # The bound the render enforces (frontier.validate) refuses only what is below it.
+    equal = {k: {"autoscaling": {"minReplicas": 3, "maxReplicas": 3}} for k in ("gateway", "gameSession", "matchmaking")}
+    equal["botWorker"] = {"scaling": {"minReplicas": 2, "maxReplicas": 2}}
+    try:
+        render(equal)
+        c.check(True, "maxReplicas equal to minReplicas is accepted")
+    except helm.HelmError as e:
+        c.check(False, f"maxReplicas equal to minReplicas is accepted (said: {str(e).strip()[:200]})")
     files = sorted(BAD_VALUES.glob("*.yaml"))
     c.check(len(files) > 0, "bad values files exist")
     for path in files:

@@ -145,3 +145,22 @@ metadata:
     {{- include "frontier.labels" . | nindent 4 }}
 automountServiceAccountToken: false
 {{- end -}}
+
+{{/*
+What values.schema.json cannot say (JSON Schema does not compare two fields), refused when
+the chart renders (services.yaml includes this first): an autoscaler's maxReplicas under
+its minReplicas. Checked whether or not the autoscaler is enabled, so that switching it on
+later cannot meet a contradiction; deploy/check/bad-values/ has a case for each service.
+*/}}
+{{- define "frontier.validate" -}}
+{{- range $key := list "gateway" "gameSession" "matchmaking" -}}
+{{- $a := (index $.Values $key).autoscaling -}}
+{{- if lt (int $a.maxReplicas) (int $a.minReplicas) -}}
+{{- fail (printf "%s.autoscaling.maxReplicas (%d) is below %s.autoscaling.minReplicas (%d): it must be at least as many" $key (int $a.maxReplicas) $key (int $a.minReplicas)) -}}
+{{- end -}}
+{{- end -}}
+{{- $s := .Values.botWorker.scaling -}}
+{{- if lt (int $s.maxReplicas) (int $s.minReplicas) -}}
+{{- fail (printf "botWorker.scaling.maxReplicas (%d) is below botWorker.scaling.minReplicas (%d): it must be at least as many (KEDA's maxReplicaCount and minReplicaCount, or the fallback HPA's)" (int $s.maxReplicas) (int $s.minReplicas)) -}}
+{{- end -}}
+{{- end -}}
