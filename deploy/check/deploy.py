@@ -423,6 +423,30 @@ def assert_invariants(c: Checks, label: str, values: dict, objects: list[dict]) 
         else:
             c.check(not scaled and f"{RELEASE}-bot-worker" in hpas, f"{label}: without KEDA an HPA scales bot-worker")
 
+    # The gateway's Ingress, when asked for: every path to the gateway Service's HTTP port,
+    # with ingress-nginx's timeouts long enough for WebSockets unless the values say otherwise.
+    ingresses = [o for o in objects if o["kind"] == "Ingress"]
+    ing_values = merged["gateway"]["ingress"]
+    if not ing_values["enabled"]:
+        c.check(not ingresses, f"{label}: no Ingress unless gateway.ingress.enabled")
+    elif c.check(len(ingresses) == 1, f"{label}: one Ingress, the gateway's"):
+        ing = ingresses[0]
+        gw_svc = services.get(f"{RELEASE}-gateway")
+        rules = ing["spec"]["rules"]
+        backends = [(p["path"], p["pathType"], p["backend"]["service"]["name"], p["backend"]["service"]["port"].get("name"))
+                    for r in rules for p in r["http"]["paths"]]
+        c.check(backends == [("/", "Prefix", f"{RELEASE}-gateway", "http")]
+                and gw_svc is not None and "http" in {p["name"] for p in gw_svc["spec"]["ports"]},
+                f"{label}: the Ingress sends every path (/, /api, /ws/v1) to the gateway Service's http port ({backends})")
+        c.check([r.get("host", "") for r in rules] == [ing_values["host"]], f"{label}: the Ingress serves gateway.ingress.host")
+        tls = ing["spec"].get("tls", [])
+        c.check(bool(tls) == ing_values["tls"]["enabled"] and all(t["hosts"] == [ing_values["host"]] and t["secretName"] for t in tls),
+                f"{label}: TLS for the host, with a certificate Secret, exactly when gateway.ingress.tls.enabled")
+        notes = ing["metadata"].get("annotations", {})
+        for k in ("nginx.ingress.kubernetes.io/proxy-read-timeout", "nginx.ingress.kubernetes.io/proxy-send-timeout"):
+            if (ing_values["annotations"] or {}).get(k) is not None:
+                c.check(int(notes.get(k, 0)) >= 3600, f"{label}: {k} keeps WebSockets open an hour ({notes.get(k)})")
+
     # Only the gateway is exposed; NetworkPolicies restrict everything else.
     for o in objects:
         if o["kind"] == "Service" and component(o) != "gateway":
@@ -459,6 +483,22 @@ def assert_invariants(c: Checks, label: str, values: dict, objects: list[dict]) 
         gw = policies.get(f"{RELEASE}-gateway")
         c.check(gw is not None and [p["port"] for r in gw["spec"]["ingress"] for p in r["ports"]] == [merged["gateway"]["port"]],
                 f"{label}: the gateway policy opens its port alone")
+
+
+def check_ingress_defaults(c: Checks) -> None:
+    """The Ingress is off by default, and switched on it carries ingress-nginx's WebSocket
+    timeouts (an hour) without being told."""
+    c.check(not [o for o in render({}) if o["kind"] == "Ingress"], "no Ingress by default")
+    ing = [o for o in render({"gateway": {"ingress": {"enabled": True, "host": "chess.example.org"}}}) if o["kind"] == "Ingress"]
+    notes = ing[0]["metadata"].get("annotations", {}) if ing else {}
+    c.check(notes.get("nginx.ingress.kubernetes.io/proxy-read-timeout") == "3600"
+            and notes.get("nginx.ingress.kubernetes.io/proxy-send-timeout") == "3600",
+            f"the gateway's Ingress sets ingress-nginx's proxy-read/send-timeout to 3600 by default ({notes})")
+    ing = [o for o in render({"gateway": {"ingress": {"enabled": True, "annotations": {
+        "nginx.ingress.kubernetes.io/proxy-send-timeout": None, "example.org/x": "y"}}}}) if o["kind"] == "Ingress"]
+    notes = ing[0]["metadata"].get("annotations", {}) if ing else {}
+    c.check(notes == {"nginx.ingress.kubernetes.io/proxy-read-timeout": "3600", "example.org/x": "y"},
+            f"Ingress annotations merge with the defaults, and null removes one ({notes})")
 
 
 def check_the_checks(c: Checks) -> None:
@@ -807,6 +847,8 @@ def check() -> int:
         assert_invariants(c, label, values, objects)
     print("deploy-check: the checks catch what they are for")
     check_the_checks(c)
+    print("deploy-check: the gateway's Ingress")
+    check_ingress_defaults(c)
     print("deploy-check: per-service image tags")
     check_image_tags(c)
     print("deploy-check: values the schema must refuse")
