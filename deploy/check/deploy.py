@@ -104,10 +104,32 @@ def render(values: dict, namespace: str = K8S_NAMESPACE) -> list[dict]:
         manifests = chart.render(values, name=RELEASE, namespace=namespace, is_install=True)
     objects = []
     for path in sorted(manifests):
+        if path.endswith("/NOTES.txt"):  # text for the user, not an object (render_notes)
+            continue
         for doc in yaml.load_all(manifests[path], Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)):
             if doc:
                 objects.append(doc)
     return objects
+
+
+def render_notes(values: dict, namespace: str = K8S_NAMESPACE) -> str:
+    """What `helm install` prints after installing (templates/NOTES.txt)."""
+    import helm_python as helm
+
+    with helm.Chart.load(str(CHART)) as chart:
+        manifests = chart.render(values, name=RELEASE, namespace=namespace, is_install=True)
+    return next((text for path, text in manifests.items() if path.endswith("/NOTES.txt")), "")
+
+
+def is_hook(obj: dict) -> bool:
+    """A Helm hook (the `helm test` Pod and its ServiceAccount): made by `helm test`, not by
+    an install, so not part of k8s/."""
+    return "helm.sh/hook" in (obj["metadata"].get("annotations") or {})
+
+
+def render_k8s(values: dict) -> list[dict]:
+    """The objects an install creates (no hooks): what k8s/ holds."""
+    return [o for o in render(values) if not is_hook(o)]
 
 
 def key(obj: dict) -> tuple[str, str]:
@@ -120,8 +142,8 @@ def key(obj: dict) -> tuple[str, str]:
 
 def k8s_tree() -> dict[str, str]:
     """The k8s/ tree the chart renders: relative path -> file text."""
-    dev = {key(o): o for o in render(load_values("k8s-common.yaml", "k8s-dev.yaml"))}
-    prod = {key(o): o for o in render(load_values("k8s-common.yaml", "k8s-prod.yaml"))}
+    dev = {key(o): o for o in render_k8s(load_values("k8s-common.yaml", "k8s-dev.yaml"))}
+    prod = {key(o): o for o in render_k8s(load_values("k8s-common.yaml", "k8s-prod.yaml"))}
     shared = sorted(k for k in dev if k in prod and dev[k] == prod[k])
     files: dict[str, str] = {}
     header = "# Rendered from deploy/helm/frontier by `make k8s`: do not edit (make deploy-check fails).\n"
@@ -447,6 +469,39 @@ def assert_invariants(c: Checks, label: str, values: dict, objects: list[dict]) 
             if (ing_values["annotations"] or {}).get(k) is not None:
                 c.check(int(notes.get(k, 0)) >= 3600, f"{label}: {k} keeps WebSockets open an hour ({notes.get(k)})")
 
+    # `helm test`: one hook Pod playing `frontier smoke` against the gateway's Service port,
+    # never restarted, as its own token-less ServiceAccount (made first); nothing else is a hook.
+    tests = [o for o in objects if o["kind"] == "Pod"]
+    hooks = sorted(key(o) for o in objects if is_hook(o))
+    if not merged["smokeTest"]["enabled"]:
+        c.check(not tests and not hooks, f"{label}: no test Pod when smokeTest.enabled is false")
+    elif c.check(len(tests) == 1, f"{label}: one `helm test` Pod"):
+        pod = tests[0]
+        notes = pod["metadata"].get("annotations", {})
+        c.check(notes.get("helm.sh/hook") == "test", f"{label}: the test Pod is a `helm test` hook")
+        c.check(hooks == sorted([key(pod), ("ServiceAccount", f"{RELEASE}-test")]),
+                f"{label}: the hooks are the test Pod and its ServiceAccount alone ({hooks})")
+        sa = by_key.get(("ServiceAccount", f"{RELEASE}-test"), {})
+        c.check(int(sa.get("metadata", {}).get("annotations", {}).get("helm.sh/hook-weight", 0))
+                < int(notes.get("helm.sh/hook-weight", 0)), f"{label}: the test ServiceAccount is made before its Pod")
+        spec = pod["spec"]
+        c.check(spec.get("restartPolicy") == "Never" and spec.get("activeDeadlineSeconds", 0) > 0,
+                f"{label}: the test Pod is never restarted and has a deadline")
+        args = spec["containers"][0]["args"]
+        m = re.fullmatch(r"http://([a-z0-9.-]+):(\d+)", args[2]) if len(args) == 5 else None
+        svc = services.get(m.group(1)) if m else None
+        port = next((p for p in svc["spec"]["ports"] if p["port"] == int(m.group(2))), None) if svc else None
+        c.check(args[:2] == ["smoke", "--gateway"] and args[3] == "--timeout" and re.fullmatch(r"\d+(ms|s|m)", args[4])
+                and port is not None and port["targetPort"] == "http" and component(svc) == "gateway",
+                f"{label}: the test Pod runs `frontier smoke --gateway <the gateway Service's http port> --timeout …` ({args})")
+        if merged["networkPolicy"]["enabled"] and merged["networkPolicy"]["gatewayFrom"]:
+            gw_policy = by_key.get(("NetworkPolicy", f"{RELEASE}-gateway"))
+            labels = pod["metadata"]["labels"]
+            peers = [p for r in gw_policy["spec"]["ingress"] for p in r.get("from", [])] if gw_policy else []
+            admitted = any(set(p) == {"podSelector"} and p["podSelector"].get("matchLabels")
+                           and p["podSelector"]["matchLabels"].items() <= labels.items() for p in peers)
+            c.check(admitted, f"{label}: the gateway's NetworkPolicy (gatewayFrom set) lets the test Pod in")
+
     # Only the gateway is exposed; NetworkPolicies restrict everything else.
     for o in objects:
         if o["kind"] == "Service" and component(o) != "gateway":
@@ -483,6 +538,31 @@ def assert_invariants(c: Checks, label: str, values: dict, objects: list[dict]) 
         gw = policies.get(f"{RELEASE}-gateway")
         c.check(gw is not None and [p["port"] for r in gw["spec"]["ingress"] for p in r["ports"]] == [merged["gateway"]["port"]],
                 f"{label}: the gateway policy opens its port alone")
+
+
+def check_notes(c: Checks) -> None:
+    """NOTES.txt tells where to connect (the gateway's Service, or the Ingress's URL), the
+    WebSocket path, how to see health, and `helm test`."""
+    gateway = f"{RELEASE}-gateway"
+    cases = [
+        ("default values", {}, [f"port-forward service/{gateway} 8080:80", "ws://127.0.0.1:8080/ws/v1"]),
+        ("production.yaml (Ingress, TLS)", load_values("production.yaml"),
+         ["https://chess.example.org/", "wss://chess.example.org/ws/v1", f"get ingress {gateway}"]),
+        ("a LoadBalancer Service", {"gateway": {"service": {"type": "LoadBalancer", "port": 443}}},
+         [f"get service {gateway}", "ws://<address>:443/ws/v1"]),
+        ("an Ingress without TLS", {"gateway": {"ingress": {"enabled": True, "host": "play.example.org"}}},
+         ["http://play.example.org/", "ws://play.example.org/ws/v1",
+          "invite links use platform.publicUrl (http://127.0.0.1:8080)"]),
+    ]
+    for label, values, wanted in cases:
+        text = render_notes(values)
+        wanted = wanted + [f"kubectl -n {K8S_NAMESPACE} get pods -l app.kubernetes.io/instance={RELEASE}",
+                           f"port-forward deployment/{gateway} 9100:9100", "/readyz", "/metrics",
+                           f"helm test {RELEASE} -n {K8S_NAMESPACE}", f"--gateway http://{gateway}:"]
+        missing = [w for w in wanted if w not in text]
+        c.check(not missing, f"NOTES.txt with {label} says {missing}")
+    text = render_notes({"smokeTest": {"enabled": False}})
+    c.check("nothing to run" in text and "frontier smoke" not in text, "NOTES.txt says when there is no test to run")
 
 
 def check_ingress_defaults(c: Checks) -> None:
@@ -537,6 +617,10 @@ def check_the_checks(c: Checks) -> None:
         "no HPA for matchmaking": lambda o: o.remove(first(o, "HorizontalPodAutoscaler", f"{RELEASE}-matchmaking")),
         "no PodDisruptionBudget for matchmaking": lambda o: o.remove(first(o, "PodDisruptionBudget", f"{RELEASE}-matchmaking")),
         "no matchmaking Deployment": lambda o: o.remove(first(o, "Deployment", f"{RELEASE}-matchmaking")),
+        "a test Pod that restarts": lambda o: first(o, "Pod", f"{RELEASE}-test")["spec"].update(restartPolicy="OnFailure"),
+        "a test Pod against another port": lambda o: first(o, "Pod", f"{RELEASE}-test")["spec"]["containers"][0]["args"]
+            .__setitem__(2, f"http://{RELEASE}-gateway:9100"),
+        "a test Pod that is not a hook": lambda o: first(o, "Pod", f"{RELEASE}-test")["metadata"]["annotations"].clear(),
         "a pod with a service-account token": lambda o: gateway(o).update(automountServiceAccountToken=True),
         "a ServiceAccount that mounts its token": lambda o: first(o, "ServiceAccount", f"{RELEASE}-clock")
             .update(automountServiceAccountToken=True),
@@ -624,7 +708,7 @@ def check_k8s_fresh(c: Checks) -> None:
     c.check(not stale, f"k8s/ is what the chart renders (run `make k8s`); differs: {stale[:5]}")
     # Each overlay is exactly one rendering of the chart: base + its own files.
     for overlay, files in [("dev", ("k8s-common.yaml", "k8s-dev.yaml")), ("prod", ("k8s-common.yaml", "k8s-prod.yaml"))]:
-        rendered = sorted(map(key, render(load_values(*files))))
+        rendered = sorted(map(key, render_k8s(load_values(*files))))
         listed = []
         for folder in ("base", f"overlays/{overlay}"):
             kust = yaml.safe_load(want[f"{folder}/kustomization.yaml"])
@@ -632,6 +716,8 @@ def check_k8s_fresh(c: Checks) -> None:
                 if not res.startswith(".."):
                     listed.append(key(yaml.safe_load(want[f"{folder}/{res}"])))
         c.check(sorted(listed) == rendered, f"k8s/overlays/{overlay} holds exactly the chart's objects")
+    hooks = [rel for rel, text in want.items() if "helm.sh/hook" in text]
+    c.check(not hooks, f"k8s/ holds no Helm hook (the `helm test` Pod is Helm's): {hooks}")
 
 
 # ---------------------------------------------------------------------------------------
@@ -847,6 +933,8 @@ def check() -> int:
         assert_invariants(c, label, values, objects)
     print("deploy-check: the checks catch what they are for")
     check_the_checks(c)
+    print("deploy-check: NOTES.txt")
+    check_notes(c)
     print("deploy-check: the gateway's Ingress")
     check_ingress_defaults(c)
     print("deploy-check: per-service image tags")
