@@ -502,6 +502,32 @@ def assert_invariants(c: Checks, label: str, values: dict, objects: list[dict]) 
                            and p["podSelector"]["matchLabels"].items() <= labels.items() for p in peers)
             c.check(admitted, f"{label}: the gateway's NetworkPolicy (gatewayFrom set) lets the test Pod in")
 
+    # The backup CronJob, when asked for: pg_dump of the database the services use (the
+    # same Secret key) into the volume named, one run at a time.
+    cronjobs = [o for o in objects if o["kind"] == "CronJob"]
+    b = merged["backup"]
+    if not b["enabled"]:
+        c.check(not cronjobs, f"{label}: no backup CronJob unless backup.enabled")
+    elif c.check(len(cronjobs) == 1, f"{label}: one backup CronJob"):
+        cj = cronjobs[0]
+        spec = cj["spec"]["jobTemplate"]["spec"]["template"]["spec"]
+        ctr = spec["containers"][0]
+        env = {e["name"]: e for e in ctr.get("env", [])}
+        gw = by_key[("Deployment", f"{RELEASE}-gateway")]["spec"]["template"]["spec"]["containers"][0]
+        gw_db = next(e["valueFrom"]["secretKeyRef"] for e in gw["env"] if e["name"] == "FRONTIER_DATABASE_URL")
+        c.check(env.get("DATABASE_URL", {}).get("valueFrom", {}).get("secretKeyRef") == gw_db,
+                f"{label}: the backup reads the database URL from the Secret key the gateway and rating use ({gw_db})")
+        c.check(cj["spec"]["schedule"] == b["schedule"] and cj["spec"]["concurrencyPolicy"] == "Forbid"
+                and spec["restartPolicy"] == "Never", f"{label}: the backup runs on its schedule, one at a time")
+        claims = {v["name"]: v["persistentVolumeClaim"]["claimName"] for v in spec["volumes"] if "persistentVolumeClaim" in v}
+        mounts = {m["name"]: m["mountPath"] for m in ctr["volumeMounts"]}
+        target = next((n for n, claim in claims.items() if claim == b["existingClaim"]), None)
+        c.check(target is not None and mounts.get(target) == env.get("BACKUP_DIR", {}).get("value"),
+                f"{label}: the dumps go to backup.existingClaim ({claims}, mounted {mounts})")
+        c.check(ctr["image"] == b["image"] and env.get("BACKUP_KEEP", {}).get("value") == str(b["keep"])
+                and "pg_dump --format=custom" in ctr["args"][0],
+                f"{label}: backup.image runs pg_dump --format=custom, keeping backup.keep dumps")
+
     # Only the gateway is exposed; NetworkPolicies restrict everything else.
     for o in objects:
         if o["kind"] == "Service" and component(o) != "gateway":
@@ -519,7 +545,7 @@ def assert_invariants(c: Checks, label: str, values: dict, objects: list[dict]) 
         if merged["dev"]["enabled"]:
             callers |= {"redis": ["gateway", "game-session", "clock"] + mm,
                         "nats": ["gateway", "game-session", "rating"] + bot + mm,
-                        "postgres": ["gateway", "rating"]}
+                        "postgres": ["gateway", "rating"] + (["backup"] if merged["backup"]["enabled"] else [])}
         for target, who in callers.items():
             p = policies.get(f"{RELEASE}-{target}")
             if not c.check(p is not None, f"{label}: a NetworkPolicy for {target}"):
@@ -538,6 +564,57 @@ def assert_invariants(c: Checks, label: str, values: dict, objects: list[dict]) 
         gw = policies.get(f"{RELEASE}-gateway")
         c.check(gw is not None and [p["port"] for r in gw["spec"]["ingress"] for p in r["ports"]] == [merged["gateway"]["port"]],
                 f"{label}: the gateway policy opens its port alone")
+
+
+def check_backup_script(c: Checks) -> None:
+    """The backup CronJob's script, run here with a stand-in pg_dump (no Postgres): it calls
+    pg_dump in the custom format on the Secret's URL, publishes the dump only once written
+    whole, keeps the newest `backup.keep` dumps (and no other release's files), and a failed
+    dump fails the run and leaves the kept ones alone."""
+    keep = 3
+    objects = render({"backup": {"enabled": True, "existingClaim": "frontier-backups", "keep": keep}})
+    cj = next(o for o in objects if o["kind"] == "CronJob")
+    ctr = cj["spec"]["jobTemplate"]["spec"]["template"]["spec"]["containers"][0]
+    script = ctr["args"][0]
+    env_values = {e["name"]: e["value"] for e in ctr["env"] if "value" in e}
+    sh = shutil.which("sh")
+    if not c.check(ctr["command"] == ["/bin/sh", "-c"] and sh is not None, "the backup script runs under sh"):
+        return
+    with tempfile.TemporaryDirectory() as tmp:
+        tmp = Path(tmp)
+        bindir, backups = tmp / "bin", tmp / "backups"
+        bindir.mkdir()
+        backups.mkdir()
+        stub = bindir / "pg_dump"
+        stub.write_text('#!/bin/sh\n'
+                        'echo "$@" > "$STUB_LOG"\n'
+                        '[ -z "${STUB_FAIL:-}" ] || { echo "pg_dump: connection refused" >&2; exit 1; }\n'
+                        'for a in "$@"; do case "$a" in --file=*) f="${a#--file=}";; esac; done\n'
+                        'printf "PGDMP stand-in" > "$f"\n')
+        stub.chmod(0o755)
+        prefix = env_values["BACKUP_PREFIX"]
+        old = [f"{prefix}-2026010{d}T031700Z.dump" for d in range(1, 6)]
+        for name in old + [f"{prefix}-eu-20250101T000000Z.dump", f"{prefix}-20260106T031700Z.dump.partial"]:
+            (backups / name).write_text("old")
+        env = dict(os.environ, PATH=f"{bindir}:{os.environ['PATH']}", BACKUP_DIR=str(backups),
+                   BACKUP_PREFIX=prefix, BACKUP_KEEP=env_values["BACKUP_KEEP"],
+                   DATABASE_URL="postgres://frontier:pw@db:5432/frontier", STUB_LOG=str(tmp / "log"))
+        run = subprocess.run([sh, "-c", script], env=env, capture_output=True, text=True)
+        files = sorted(p.name for p in backups.iterdir())
+        new = [f for f in files if f.startswith(prefix + "-2") and f not in old]
+        args = (tmp / "log").read_text().split() if (tmp / "log").exists() else []
+        c.check(run.returncode == 0 and "--format=custom" in args and args[-1] == env["DATABASE_URL"],
+                f"the backup script runs pg_dump --format=custom on DATABASE_URL ({args}; {run.stderr.strip()[-300:]})")
+        c.check(len(new) == 1 and (backups / new[0]).read_text() == "PGDMP stand-in" and not any(f.endswith(".partial") for f in files),
+                f"the backup script leaves one new complete dump, no partial one ({files})")
+        c.check(sorted(f for f in files if re.fullmatch(re.escape(prefix) + r"-\d{8}T\d{6}Z\.dump", f)) == sorted(old[-(keep - 1):] + new)
+                and f"{prefix}-eu-20250101T000000Z.dump" in files,
+                f"the backup script keeps the newest {keep} dumps and another release's files ({files})")
+        before = sorted(p.name for p in backups.iterdir())
+        env["STUB_FAIL"] = "1"
+        run = subprocess.run([sh, "-c", script], env=env, capture_output=True, text=True)
+        after = sorted(p.name for p in backups.iterdir())
+        c.check(run.returncode != 0 and after == before, f"a failed pg_dump fails the run and removes nothing ({after})")
 
 
 def check_notes(c: Checks) -> None:
@@ -917,6 +994,8 @@ def check() -> int:
         ("production.yaml, platform namespace chess-eu-1", load_values("production.yaml", extra={
             "platform": {"namespace": "chess-eu-1"}})),
         ("dev mode", load_values("k8s-common.yaml", "k8s-dev.yaml")),
+        ("dev mode with backups", load_values("k8s-common.yaml", "k8s-dev.yaml", extra={
+            "backup": {"enabled": True, "existingClaim": "frontier-backups"}})),
         ("k8s prod", load_values("k8s-common.yaml", "k8s-prod.yaml")),
     ]
     for label, values in variants:
@@ -933,6 +1012,9 @@ def check() -> int:
         assert_invariants(c, label, values, objects)
     print("deploy-check: the checks catch what they are for")
     check_the_checks(c)
+    print("deploy-check: the backup CronJob's script")
+    c.check(not [o for o in render({}) if o["kind"] == "CronJob"], "no backup CronJob by default")
+    check_backup_script(c)
     print("deploy-check: NOTES.txt")
     check_notes(c)
     print("deploy-check: the gateway's Ingress")
