@@ -566,6 +566,41 @@ def assert_invariants(c: Checks, label: str, values: dict, objects: list[dict]) 
                 f"{label}: the gateway policy opens its port alone")
 
 
+def check_values_docs(c: Checks) -> None:
+    """Every field of values.yaml has its description, the schema knows no field values.yaml
+    leaves out, and deploy/README.md's values table is what values_table.py generates."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    import values_table
+
+    text, schema = values_table.load()
+    bare = values_table.undocumented(text, schema)
+    c.check(not bare, f"every field of values.yaml has a `# -- ` description above it: {bare}")
+    gone = values_table.missing_from_values(text, schema)
+    c.check(not gone, f"every field values.schema.json knows is in values.yaml: {gone}")
+    generated = values_table.table(text, schema)
+    readme = values_table.README.read_text()
+    c.check(values_table.readme_table(readme) == generated,
+            "deploy/README.md's values table is what deploy/check/values_table.py generates (run it with --write)")
+    rows = values_table.rows(text, schema)
+    c.check(len(rows) > 100 and all(kind and description for _, kind, _, description in rows),
+            f"the values table has a type and a description on every row ({len(rows)} rows)")
+    # …and each of those can fail.
+    stripped = text.replace("  # -- JSON logs (FRONTIER_LOG_JSON=1).\n", "", 1)
+    c.check(stripped != text and any(b.startswith("platform.logJson") for b in values_table.undocumented(stripped, schema)),
+            "the description check catches a field without one")
+    c.check(values_table.readme_table(values_table.with_table(readme, generated.replace("`20`", "`21`", 1))) != generated,
+            "the table check catches a stale table")
+    extra = json.loads(json.dumps(schema))
+    extra["properties"]["platform"]["properties"]["shiny"] = {"type": "string"}
+    c.check(values_table.missing_from_values(text, extra) == ["platform.shiny"],
+            "the completeness check catches a schema field values.yaml leaves out")
+    for where in (("gateway", "autoscaling"), ("gameSession", "autoscaling"), ("matchmaking", "autoscaling"),
+                  ("botWorker", "scaling")):
+        node = values_table.schema_node(schema, where + ("maxReplicas",)) or {}
+        c.check("refuses" in node.get("description", ""),
+                f"values.schema.json says the render refuses {'.'.join(where)}.maxReplicas below minReplicas")
+
+
 def check_backup_script(c: Checks) -> None:
     """The backup CronJob's script, run here with a stand-in pg_dump (no Postgres): it calls
     pg_dump in the custom format on the Secret's URL, publishes the dump only once written
@@ -1012,6 +1047,8 @@ def check() -> int:
         assert_invariants(c, label, values, objects)
     print("deploy-check: the checks catch what they are for")
     check_the_checks(c)
+    print("deploy-check: values.yaml documented, deploy/README.md's values table")
+    check_values_docs(c)
     print("deploy-check: the backup CronJob's script")
     c.check(not [o for o in render({}) if o["kind"] == "CronJob"], "no backup CronJob by default")
     check_backup_script(c)
