@@ -12,6 +12,11 @@ Helm's library comes from the `helm-python-sdk` wheel (libhelm_c, no helm binary
 Kubernetes schemas from `kubernetes-validate`; KEDA's CRD model from
 `cloudcoil-models-keda` (deploy/check/requirements.txt; `make deploy-check` installs them).
 
+Also in `check`: NOTES.txt, the gateway's Ingress, the `helm test` hook, per-service image
+tags, ServiceAccounts without tokens, the backup CronJob (its script run with a stand-in
+pg_dump), values.yaml documented field by field with deploy/README.md's table equal to what
+deploy/check/values_table.py generates, and maxReplicas ≥ minReplicas (refused at render).
+
 The monitoring part of `check`: the chart's alerts (templates/prometheusrule.yaml) rendered
 and run through `promtool check rules` and `promtool test rules` with
 deploy/check/alerts-test.yaml (promtool from Debian's `prometheus` package: installed with
