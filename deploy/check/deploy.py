@@ -12,6 +12,11 @@ Helm's library comes from the `helm-python-sdk` wheel (libhelm_c, no helm binary
 Kubernetes schemas from `kubernetes-validate`; KEDA's CRD model from
 `cloudcoil-models-keda` (deploy/check/requirements.txt; `make deploy-check` installs them).
 
+Also in `check`: NOTES.txt, the gateway's Ingress, the `helm test` hook, per-service image
+tags, ServiceAccounts without tokens, the backup CronJob (its script run with a stand-in
+pg_dump), values.yaml documented field by field with deploy/README.md's table equal to what
+deploy/check/values_table.py generates, and maxReplicas ≥ minReplicas (refused at render).
+
 The monitoring part of `check`: the chart's alerts (templates/prometheusrule.yaml) rendered
 and run through `promtool check rules` and `promtool test rules` with
 deploy/check/alerts-test.yaml (promtool from Debian's `prometheus` package: installed with
@@ -104,10 +109,32 @@ def render(values: dict, namespace: str = K8S_NAMESPACE) -> list[dict]:
         manifests = chart.render(values, name=RELEASE, namespace=namespace, is_install=True)
     objects = []
     for path in sorted(manifests):
+        if path.endswith("/NOTES.txt"):  # text for the user, not an object (render_notes)
+            continue
         for doc in yaml.load_all(manifests[path], Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)):
             if doc:
                 objects.append(doc)
     return objects
+
+
+def render_notes(values: dict, namespace: str = K8S_NAMESPACE) -> str:
+    """What `helm install` prints after installing (templates/NOTES.txt)."""
+    import helm_python as helm
+
+    with helm.Chart.load(str(CHART)) as chart:
+        manifests = chart.render(values, name=RELEASE, namespace=namespace, is_install=True)
+    return next((text for path, text in manifests.items() if path.endswith("/NOTES.txt")), "")
+
+
+def is_hook(obj: dict) -> bool:
+    """A Helm hook (the `helm test` Pod and its ServiceAccount): made by `helm test`, not by
+    an install, so not part of k8s/."""
+    return "helm.sh/hook" in (obj["metadata"].get("annotations") or {})
+
+
+def render_k8s(values: dict) -> list[dict]:
+    """The objects an install creates (no hooks): what k8s/ holds."""
+    return [o for o in render(values) if not is_hook(o)]
 
 
 def key(obj: dict) -> tuple[str, str]:
@@ -120,8 +147,8 @@ def key(obj: dict) -> tuple[str, str]:
 
 def k8s_tree() -> dict[str, str]:
     """The k8s/ tree the chart renders: relative path -> file text."""
-    dev = {key(o): o for o in render(load_values("k8s-common.yaml", "k8s-dev.yaml"))}
-    prod = {key(o): o for o in render(load_values("k8s-common.yaml", "k8s-prod.yaml"))}
+    dev = {key(o): o for o in render_k8s(load_values("k8s-common.yaml", "k8s-dev.yaml"))}
+    prod = {key(o): o for o in render_k8s(load_values("k8s-common.yaml", "k8s-prod.yaml"))}
     shared = sorted(k for k in dev if k in prod and dev[k] == prod[k])
     files: dict[str, str] = {}
     header = "# Rendered from deploy/helm/frontier by `make k8s`: do not edit (make deploy-check fails).\n"
@@ -275,10 +302,16 @@ def diff(a, b, path="") -> str:
     return ""
 
 
-def pod_specs(objects: list[dict]):
+def pod_specs(objects: list[dict], every: bool = False):
+    """The pod specs of long-running workloads (Deployments, StatefulSets); with `every`,
+    also those of the CronJob's jobs and of bare Pods (the `helm test` hook)."""
     for obj in objects:
         if obj["kind"] in ("Deployment", "StatefulSet"):
             yield obj, obj["spec"]["template"]["spec"]
+        elif every and obj["kind"] == "CronJob":
+            yield obj, obj["spec"]["jobTemplate"]["spec"]["template"]["spec"]
+        elif every and obj["kind"] == "Pod":
+            yield obj, obj["spec"]
 
 
 def assert_invariants(c: Checks, label: str, values: dict, objects: list[dict]) -> None:
@@ -291,11 +324,29 @@ def assert_invariants(c: Checks, label: str, values: dict, objects: list[dict]) 
     config = next(o for o in objects if o["kind"] == "ConfigMap" and o["metadata"]["name"] == RELEASE)["data"]
     drain = seconds(config["FRONTIER_DRAIN_TIMEOUT"])
 
-    # Every container: non-root, read-only root, no privilege escalation, probes, limits.
-    for obj, spec in pod_specs(objects):
+    # Every pod: its own ServiceAccount (named for its component, used by no other
+    # workload), and no token, neither from the pod nor from the ServiceAccount: no
+    # Frontier pod calls the Kubernetes API.
+    accounts = {o["metadata"]["name"]: o for o in objects if o["kind"] == "ServiceAccount"}
+    used: dict[str, str] = {}
+    for obj, spec in pod_specs(objects, every=True):
+        name = f"{label}: {obj['kind']}/{obj['metadata']['name']}"
+        c.check(spec.get("automountServiceAccountToken") is False, f"{name}: no service-account token")
+        sa = spec.get("serviceAccountName", "default")
+        c.check(sa in accounts and accounts[sa].get("automountServiceAccountToken") is False,
+                f"{name}: runs as its own ServiceAccount {sa!r}, rendered, with automountServiceAccountToken false")
+        c.check(sa == f"{RELEASE}-{component(obj)}" and sa not in used,
+                f"{name}: ServiceAccount {sa!r} is its component's alone (also used by {used.get(sa)})")
+        used[sa] = obj["metadata"]["name"]
+    c.check(sorted(used) == sorted(accounts), f"{label}: every ServiceAccount is used by one workload "
+            f"({sorted(set(accounts) - set(used))} unused)")
+
+    # Every container: non-root, read-only root, no privilege escalation, limits; probes
+    # for the long-running ones.
+    for obj, spec in pod_specs(objects, every=True):
         name = f"{label}: {obj['kind']}/{obj['metadata']['name']}"
         pod_sc = spec.get("securityContext", {})
-        c.check(spec.get("automountServiceAccountToken") is False, f"{name}: no service-account token")
+        long_running = obj["kind"] in ("Deployment", "StatefulSet")
         for ctr in spec.get("initContainers", []) + spec["containers"]:
             cname = f"{name} container {ctr['name']}"
             sc = ctr.get("securityContext", {})
@@ -305,11 +356,12 @@ def assert_invariants(c: Checks, label: str, values: dict, objects: list[dict]) 
             c.check(sc.get("readOnlyRootFilesystem") is True, f"{cname}: read-only root filesystem")
             c.check(sc.get("allowPrivilegeEscalation") is False, f"{cname}: no privilege escalation")
             c.check(sc.get("capabilities", {}).get("drop") == ["ALL"], f"{cname}: drops every capability")
-            c.check("livenessProbe" in ctr and "readinessProbe" in ctr, f"{cname}: liveness and readiness probes")
+            if long_running:
+                c.check("livenessProbe" in ctr and "readinessProbe" in ctr, f"{cname}: liveness and readiness probes")
             res = ctr.get("resources", {})
             c.check(all(res.get(k, {}).get(r) for k in ("requests", "limits") for r in ("cpu", "memory")),
                     f"{cname}: cpu and memory requests and limits")
-        if component(obj) in SERVICES:
+        if component(obj) in SERVICES and long_running:
             ctr = spec["containers"][0]
             c.check(ctr["args"] == [component(obj)], f"{name}: runs `frontier {component(obj)}`")
             probe = lambda p: ctr.get(p, {}).get("httpGet", {}).get("path")
@@ -398,6 +450,89 @@ def assert_invariants(c: Checks, label: str, values: dict, objects: list[dict]) 
         else:
             c.check(not scaled and f"{RELEASE}-bot-worker" in hpas, f"{label}: without KEDA an HPA scales bot-worker")
 
+    # The gateway's Ingress, when asked for: every path to the gateway Service's HTTP port,
+    # with ingress-nginx's timeouts long enough for WebSockets unless the values say otherwise.
+    ingresses = [o for o in objects if o["kind"] == "Ingress"]
+    ing_values = merged["gateway"]["ingress"]
+    if not ing_values["enabled"]:
+        c.check(not ingresses, f"{label}: no Ingress unless gateway.ingress.enabled")
+    elif c.check(len(ingresses) == 1, f"{label}: one Ingress, the gateway's"):
+        ing = ingresses[0]
+        gw_svc = services.get(f"{RELEASE}-gateway")
+        rules = ing["spec"]["rules"]
+        backends = [(p["path"], p["pathType"], p["backend"]["service"]["name"], p["backend"]["service"]["port"].get("name"))
+                    for r in rules for p in r["http"]["paths"]]
+        c.check(backends == [("/", "Prefix", f"{RELEASE}-gateway", "http")]
+                and gw_svc is not None and "http" in {p["name"] for p in gw_svc["spec"]["ports"]},
+                f"{label}: the Ingress sends every path (/, /api, /ws/v1) to the gateway Service's http port ({backends})")
+        c.check([r.get("host", "") for r in rules] == [ing_values["host"]], f"{label}: the Ingress serves gateway.ingress.host")
+        tls = ing["spec"].get("tls", [])
+        c.check(bool(tls) == ing_values["tls"]["enabled"] and all(t["hosts"] == [ing_values["host"]] and t["secretName"] for t in tls),
+                f"{label}: TLS for the host, with a certificate Secret, exactly when gateway.ingress.tls.enabled")
+        notes = ing["metadata"].get("annotations", {})
+        for k in ("nginx.ingress.kubernetes.io/proxy-read-timeout", "nginx.ingress.kubernetes.io/proxy-send-timeout"):
+            if (ing_values["annotations"] or {}).get(k) is not None:
+                c.check(int(notes.get(k, 0)) >= 3600, f"{label}: {k} keeps WebSockets open an hour ({notes.get(k)})")
+
+    # `helm test`: one hook Pod playing `frontier smoke` against the gateway's Service port,
+    # never restarted, as its own token-less ServiceAccount (made first); nothing else is a hook.
+    tests = [o for o in objects if o["kind"] == "Pod"]
+    hooks = sorted(key(o) for o in objects if is_hook(o))
+    if not merged["smokeTest"]["enabled"]:
+        c.check(not tests and not hooks, f"{label}: no test Pod when smokeTest.enabled is false")
+    elif c.check(len(tests) == 1, f"{label}: one `helm test` Pod"):
+        pod = tests[0]
+        notes = pod["metadata"].get("annotations", {})
+        c.check(notes.get("helm.sh/hook") == "test", f"{label}: the test Pod is a `helm test` hook")
+        c.check(hooks == sorted([key(pod), ("ServiceAccount", f"{RELEASE}-test")]),
+                f"{label}: the hooks are the test Pod and its ServiceAccount alone ({hooks})")
+        sa = by_key.get(("ServiceAccount", f"{RELEASE}-test"), {})
+        c.check(int(sa.get("metadata", {}).get("annotations", {}).get("helm.sh/hook-weight", 0))
+                < int(notes.get("helm.sh/hook-weight", 0)), f"{label}: the test ServiceAccount is made before its Pod")
+        spec = pod["spec"]
+        c.check(spec.get("restartPolicy") == "Never" and spec.get("activeDeadlineSeconds", 0) > 0,
+                f"{label}: the test Pod is never restarted and has a deadline")
+        args = spec["containers"][0]["args"]
+        m = re.fullmatch(r"http://([a-z0-9.-]+):(\d+)", args[2]) if len(args) == 5 else None
+        svc = services.get(m.group(1)) if m else None
+        port = next((p for p in svc["spec"]["ports"] if p["port"] == int(m.group(2))), None) if svc else None
+        c.check(args[:2] == ["smoke", "--gateway"] and args[3] == "--timeout" and re.fullmatch(r"\d+(ms|s|m)", args[4])
+                and port is not None and port["targetPort"] == "http" and component(svc) == "gateway",
+                f"{label}: the test Pod runs `frontier smoke --gateway <the gateway Service's http port> --timeout …` ({args})")
+        if merged["networkPolicy"]["enabled"] and merged["networkPolicy"]["gatewayFrom"]:
+            gw_policy = by_key.get(("NetworkPolicy", f"{RELEASE}-gateway"))
+            labels = pod["metadata"]["labels"]
+            peers = [p for r in gw_policy["spec"]["ingress"] for p in r.get("from", [])] if gw_policy else []
+            admitted = any(set(p) == {"podSelector"} and p["podSelector"].get("matchLabels")
+                           and p["podSelector"]["matchLabels"].items() <= labels.items() for p in peers)
+            c.check(admitted, f"{label}: the gateway's NetworkPolicy (gatewayFrom set) lets the test Pod in")
+
+    # The backup CronJob, when asked for: pg_dump of the database the services use (the
+    # same Secret key) into the volume named, one run at a time.
+    cronjobs = [o for o in objects if o["kind"] == "CronJob"]
+    b = merged["backup"]
+    if not b["enabled"]:
+        c.check(not cronjobs, f"{label}: no backup CronJob unless backup.enabled")
+    elif c.check(len(cronjobs) == 1, f"{label}: one backup CronJob"):
+        cj = cronjobs[0]
+        spec = cj["spec"]["jobTemplate"]["spec"]["template"]["spec"]
+        ctr = spec["containers"][0]
+        env = {e["name"]: e for e in ctr.get("env", [])}
+        gw = by_key[("Deployment", f"{RELEASE}-gateway")]["spec"]["template"]["spec"]["containers"][0]
+        gw_db = next(e["valueFrom"]["secretKeyRef"] for e in gw["env"] if e["name"] == "FRONTIER_DATABASE_URL")
+        c.check(env.get("DATABASE_URL", {}).get("valueFrom", {}).get("secretKeyRef") == gw_db,
+                f"{label}: the backup reads the database URL from the Secret key the gateway and rating use ({gw_db})")
+        c.check(cj["spec"]["schedule"] == b["schedule"] and cj["spec"]["concurrencyPolicy"] == "Forbid"
+                and spec["restartPolicy"] == "Never", f"{label}: the backup runs on its schedule, one at a time")
+        claims = {v["name"]: v["persistentVolumeClaim"]["claimName"] for v in spec["volumes"] if "persistentVolumeClaim" in v}
+        mounts = {m["name"]: m["mountPath"] for m in ctr["volumeMounts"]}
+        target = next((n for n, claim in claims.items() if claim == b["existingClaim"]), None)
+        c.check(target is not None and mounts.get(target) == env.get("BACKUP_DIR", {}).get("value"),
+                f"{label}: the dumps go to backup.existingClaim ({claims}, mounted {mounts})")
+        c.check(ctr["image"] == b["image"] and env.get("BACKUP_KEEP", {}).get("value") == str(b["keep"])
+                and "pg_dump --format=custom" in ctr["args"][0],
+                f"{label}: backup.image runs pg_dump --format=custom, keeping backup.keep dumps")
+
     # Only the gateway is exposed; NetworkPolicies restrict everything else.
     for o in objects:
         if o["kind"] == "Service" and component(o) != "gateway":
@@ -415,7 +550,7 @@ def assert_invariants(c: Checks, label: str, values: dict, objects: list[dict]) 
         if merged["dev"]["enabled"]:
             callers |= {"redis": ["gateway", "game-session", "clock"] + mm,
                         "nats": ["gateway", "game-session", "rating"] + bot + mm,
-                        "postgres": ["gateway", "rating"]}
+                        "postgres": ["gateway", "rating"] + (["backup"] if merged["backup"]["enabled"] else [])}
         for target, who in callers.items():
             p = policies.get(f"{RELEASE}-{target}")
             if not c.check(p is not None, f"{label}: a NetworkPolicy for {target}"):
@@ -434,6 +569,133 @@ def assert_invariants(c: Checks, label: str, values: dict, objects: list[dict]) 
         gw = policies.get(f"{RELEASE}-gateway")
         c.check(gw is not None and [p["port"] for r in gw["spec"]["ingress"] for p in r["ports"]] == [merged["gateway"]["port"]],
                 f"{label}: the gateway policy opens its port alone")
+
+
+def check_values_docs(c: Checks) -> None:
+    """Every field of values.yaml has its description, the schema knows no field values.yaml
+    leaves out, and deploy/README.md's values table is what values_table.py generates."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    import values_table
+
+    text, schema = values_table.load()
+    bare = values_table.undocumented(text, schema)
+    c.check(not bare, f"every field of values.yaml has a `# -- ` description above it: {bare}")
+    gone = values_table.missing_from_values(text, schema)
+    c.check(not gone, f"every field values.schema.json knows is in values.yaml: {gone}")
+    generated = values_table.table(text, schema)
+    readme = values_table.README.read_text()
+    c.check(values_table.readme_table(readme) == generated,
+            "deploy/README.md's values table is what deploy/check/values_table.py generates (run it with --write)")
+    rows = values_table.rows(text, schema)
+    c.check(len(rows) > 100 and all(kind and description for _, kind, _, description in rows),
+            f"the values table has a type and a description on every row ({len(rows)} rows)")
+    # …and each of those can fail.
+    stripped = text.replace("  # -- JSON logs (FRONTIER_LOG_JSON=1).\n", "", 1)
+    c.check(stripped != text and any(b.startswith("platform.logJson") for b in values_table.undocumented(stripped, schema)),
+            "the description check catches a field without one")
+    c.check(values_table.readme_table(values_table.with_table(readme, generated.replace("`20`", "`21`", 1))) != generated,
+            "the table check catches a stale table")
+    extra = json.loads(json.dumps(schema))
+    extra["properties"]["platform"]["properties"]["shiny"] = {"type": "string"}
+    c.check(values_table.missing_from_values(text, extra) == ["platform.shiny"],
+            "the completeness check catches a schema field values.yaml leaves out")
+    for where in (("gateway", "autoscaling"), ("gameSession", "autoscaling"), ("matchmaking", "autoscaling"),
+                  ("botWorker", "scaling")):
+        node = values_table.schema_node(schema, where + ("maxReplicas",)) or {}
+        c.check("refuses" in node.get("description", ""),
+                f"values.schema.json says the render refuses {'.'.join(where)}.maxReplicas below minReplicas")
+
+
+def check_backup_script(c: Checks) -> None:
+    """The backup CronJob's script, run here with a stand-in pg_dump (no Postgres): it calls
+    pg_dump in the custom format on the Secret's URL, publishes the dump only once written
+    whole, keeps the newest `backup.keep` dumps (and no other release's files), and a failed
+    dump fails the run and leaves the kept ones alone."""
+    keep = 3
+    objects = render({"backup": {"enabled": True, "existingClaim": "frontier-backups", "keep": keep}})
+    cj = next(o for o in objects if o["kind"] == "CronJob")
+    ctr = cj["spec"]["jobTemplate"]["spec"]["template"]["spec"]["containers"][0]
+    script = ctr["args"][0]
+    env_values = {e["name"]: e["value"] for e in ctr["env"] if "value" in e}
+    sh = shutil.which("sh")
+    if not c.check(ctr["command"] == ["/bin/sh", "-c"] and sh is not None, "the backup script runs under sh"):
+        return
+    with tempfile.TemporaryDirectory() as tmp:
+        tmp = Path(tmp)
+        bindir, backups = tmp / "bin", tmp / "backups"
+        bindir.mkdir()
+        backups.mkdir()
+        stub = bindir / "pg_dump"
+        stub.write_text('#!/bin/sh\n'
+                        'echo "$@" > "$STUB_LOG"\n'
+                        '[ -z "${STUB_FAIL:-}" ] || { echo "pg_dump: connection refused" >&2; exit 1; }\n'
+                        'for a in "$@"; do case "$a" in --file=*) f="${a#--file=}";; esac; done\n'
+                        'printf "PGDMP stand-in" > "$f"\n')
+        stub.chmod(0o755)
+        prefix = env_values["BACKUP_PREFIX"]
+        old = [f"{prefix}-2026010{d}T031700Z.dump" for d in range(1, 6)]
+        for name in old + [f"{prefix}-eu-20250101T000000Z.dump", f"{prefix}-20260106T031700Z.dump.partial"]:
+            (backups / name).write_text("old")
+        env = dict(os.environ, PATH=f"{bindir}:{os.environ['PATH']}", BACKUP_DIR=str(backups),
+                   BACKUP_PREFIX=prefix, BACKUP_KEEP=env_values["BACKUP_KEEP"],
+                   DATABASE_URL="postgres://frontier:pw@db:5432/frontier", STUB_LOG=str(tmp / "log"))
+        run = subprocess.run([sh, "-c", script], env=env, capture_output=True, text=True)
+        files = sorted(p.name for p in backups.iterdir())
+        new = [f for f in files if f.startswith(prefix + "-2") and f not in old]
+        args = (tmp / "log").read_text().split() if (tmp / "log").exists() else []
+        c.check(run.returncode == 0 and "--format=custom" in args and args[-1] == env["DATABASE_URL"],
+                f"the backup script runs pg_dump --format=custom on DATABASE_URL ({args}; {run.stderr.strip()[-300:]})")
+        c.check(len(new) == 1 and (backups / new[0]).read_text() == "PGDMP stand-in" and not any(f.endswith(".partial") for f in files),
+                f"the backup script leaves one new complete dump, no partial one ({files})")
+        c.check(sorted(f for f in files if re.fullmatch(re.escape(prefix) + r"-\d{8}T\d{6}Z\.dump", f)) == sorted(old[-(keep - 1):] + new)
+                and f"{prefix}-eu-20250101T000000Z.dump" in files,
+                f"the backup script keeps the newest {keep} dumps and another release's files ({files})")
+        before = sorted(p.name for p in backups.iterdir())
+        env["STUB_FAIL"] = "1"
+        run = subprocess.run([sh, "-c", script], env=env, capture_output=True, text=True)
+        after = sorted(p.name for p in backups.iterdir())
+        c.check(run.returncode != 0 and after == before, f"a failed pg_dump fails the run and removes nothing ({after})")
+
+
+def check_notes(c: Checks) -> None:
+    """NOTES.txt tells where to connect (the gateway's Service, or the Ingress's URL), the
+    WebSocket path, how to see health, and `helm test`."""
+    gateway = f"{RELEASE}-gateway"
+    cases = [
+        ("default values", {}, [f"port-forward service/{gateway} 8080:80", "ws://127.0.0.1:8080/ws/v1"]),
+        ("production.yaml (Ingress, TLS)", load_values("production.yaml"),
+         ["https://chess.example.org/", "wss://chess.example.org/ws/v1", f"get ingress {gateway}"]),
+        ("a LoadBalancer Service", {"gateway": {"service": {"type": "LoadBalancer", "port": 443}}},
+         [f"get service {gateway}", "ws://<address>:443/ws/v1"]),
+        ("an Ingress without TLS", {"gateway": {"ingress": {"enabled": True, "host": "play.example.org"}}},
+         ["http://play.example.org/", "ws://play.example.org/ws/v1",
+          "invite links use platform.publicUrl (http://127.0.0.1:8080)"]),
+    ]
+    for label, values, wanted in cases:
+        text = render_notes(values)
+        wanted = wanted + [f"kubectl -n {K8S_NAMESPACE} get pods -l app.kubernetes.io/instance={RELEASE}",
+                           f"port-forward deployment/{gateway} 9100:9100", "/readyz", "/metrics",
+                           f"helm test {RELEASE} -n {K8S_NAMESPACE}", f"--gateway http://{gateway}:"]
+        missing = [w for w in wanted if w not in text]
+        c.check(not missing, f"NOTES.txt with {label} says {missing}")
+    text = render_notes({"smokeTest": {"enabled": False}})
+    c.check("nothing to run" in text and "frontier smoke" not in text, "NOTES.txt says when there is no test to run")
+
+
+def check_ingress_defaults(c: Checks) -> None:
+    """The Ingress is off by default, and switched on it carries ingress-nginx's WebSocket
+    timeouts (an hour) without being told."""
+    c.check(not [o for o in render({}) if o["kind"] == "Ingress"], "no Ingress by default")
+    ing = [o for o in render({"gateway": {"ingress": {"enabled": True, "host": "chess.example.org"}}}) if o["kind"] == "Ingress"]
+    notes = ing[0]["metadata"].get("annotations", {}) if ing else {}
+    c.check(notes.get("nginx.ingress.kubernetes.io/proxy-read-timeout") == "3600"
+            and notes.get("nginx.ingress.kubernetes.io/proxy-send-timeout") == "3600",
+            f"the gateway's Ingress sets ingress-nginx's proxy-read/send-timeout to 3600 by default ({notes})")
+    ing = [o for o in render({"gateway": {"ingress": {"enabled": True, "annotations": {
+        "nginx.ingress.kubernetes.io/proxy-send-timeout": None, "example.org/x": "y"}}}}) if o["kind"] == "Ingress"]
+    notes = ing[0]["metadata"].get("annotations", {}) if ing else {}
+    c.check(notes == {"nginx.ingress.kubernetes.io/proxy-read-timeout": "3600", "example.org/x": "y"},
+            f"Ingress annotations merge with the defaults, and null removes one ({notes})")
 
 
 def check_the_checks(c: Checks) -> None:
@@ -472,6 +734,15 @@ def check_the_checks(c: Checks) -> None:
         "no HPA for matchmaking": lambda o: o.remove(first(o, "HorizontalPodAutoscaler", f"{RELEASE}-matchmaking")),
         "no PodDisruptionBudget for matchmaking": lambda o: o.remove(first(o, "PodDisruptionBudget", f"{RELEASE}-matchmaking")),
         "no matchmaking Deployment": lambda o: o.remove(first(o, "Deployment", f"{RELEASE}-matchmaking")),
+        "a test Pod that restarts": lambda o: first(o, "Pod", f"{RELEASE}-test")["spec"].update(restartPolicy="OnFailure"),
+        "a test Pod against another port": lambda o: first(o, "Pod", f"{RELEASE}-test")["spec"]["containers"][0]["args"]
+            .__setitem__(2, f"http://{RELEASE}-gateway:9100"),
+        "a test Pod that is not a hook": lambda o: first(o, "Pod", f"{RELEASE}-test")["metadata"]["annotations"].clear(),
+        "a pod with a service-account token": lambda o: gateway(o).update(automountServiceAccountToken=True),
+        "a ServiceAccount that mounts its token": lambda o: first(o, "ServiceAccount", f"{RELEASE}-clock")
+            .update(automountServiceAccountToken=True),
+        "two services sharing a ServiceAccount": lambda o: gateway(o).update(serviceAccountName=f"{RELEASE}-rating"),
+        "a pod on the default ServiceAccount": lambda o: gateway(o).pop("serviceAccountName"),
         "the JWT secret given to rating": lambda o: first(o, "Deployment", f"{RELEASE}-rating")["spec"]["template"]["spec"]
             ["containers"][0]["env"].append({"name": "FRONTIER_JWT_SECRET", "value": "x"}),
     }
@@ -484,9 +755,56 @@ def check_the_checks(c: Checks) -> None:
         c.check(bool(scratch.failures), f"the invariants catch {what}")
 
 
+# The values key of each service (its image.tag overrides the global one).
+SERVICE_KEYS = {"gateway": "gateway", "game-session": "gameSession", "clock": "clock", "rating": "rating",
+                "bot-worker": "botWorker", "matchmaking": "matchmaking"}
+
+
+def frontier_images(objects: list[dict]) -> dict[str, str]:
+    """The Frontier image of each component's pods (the `helm test` Pod, `test`, included)."""
+    images = {}
+    for obj, spec in pod_specs(objects, every=True):
+        comp = obj["metadata"]["labels"].get("app.kubernetes.io/component")
+        if comp in SERVICES or comp == "test":
+            images[comp] = spec["containers"][0]["image"]
+    return images
+
+
+def check_image_tags(c: Checks) -> None:
+    """Per-service image tags: an override lands on its service alone (the `helm test` Pod
+    follows the gateway's: it is a client of that gateway); the others keep the global tag,
+    else the chart's appVersion."""
+    import helm_python as helm
+
+    with helm.Chart.load(str(CHART)) as chart:
+        app_version = chart.metadata["appVersion"]
+    base = load_values("production.yaml")
+    repo = base["image"]["repository"]
+    every = {"matchmaking": {"enabled": True}, "botWorker": {"enabled": True}}
+    plain = frontier_images(render(deep_merge(copy.deepcopy(base), every)))
+    c.check(set(plain) >= set(SERVICES) and set(plain.values()) == {f"{repo}:{base['image']['tag']}"},
+            f"without overrides every service runs the global image ({plain})")
+    defaults = frontier_images(render({}))
+    c.check(set(defaults.values()) == {f"frontier:{app_version}"}, f"an empty image.tag is the appVersion ({defaults})")
+    for comp, vkey in SERVICE_KEYS.items():
+        values = deep_merge(copy.deepcopy(base), every)
+        deep_merge(values, {vkey: {"image": {"tag": f"9.9.9-{comp}"}}})
+        images = frontier_images(render(values))
+        want = {k: (f"{repo}:9.9.9-{comp}" if comp in (k, "gateway" if k == "test" else None) else plain[k]) for k in plain}
+        c.check(images == want, f"{vkey}.image.tag lands on {comp} alone: {images}")
+
+
 def check_bad_values(c: Checks) -> None:
     import helm_python as helm
 
+    # The bound the render enforces (frontier.validate) refuses only what is below it.
+    equal = {k: {"autoscaling": {"minReplicas": 3, "maxReplicas": 3}} for k in ("gateway", "gameSession", "matchmaking")}
+    equal["botWorker"] = {"scaling": {"minReplicas": 2, "maxReplicas": 2}}
+    try:
+        render(equal)
+        c.check(True, "maxReplicas equal to minReplicas is accepted")
+    except helm.HelmError as e:
+        c.check(False, f"maxReplicas equal to minReplicas is accepted (said: {str(e).strip()[:200]})")
     files = sorted(BAD_VALUES.glob("*.yaml"))
     c.check(len(files) > 0, "bad values files exist")
     for path in files:
@@ -507,7 +825,7 @@ def check_k8s_fresh(c: Checks) -> None:
     c.check(not stale, f"k8s/ is what the chart renders (run `make k8s`); differs: {stale[:5]}")
     # Each overlay is exactly one rendering of the chart: base + its own files.
     for overlay, files in [("dev", ("k8s-common.yaml", "k8s-dev.yaml")), ("prod", ("k8s-common.yaml", "k8s-prod.yaml"))]:
-        rendered = sorted(map(key, render(load_values(*files))))
+        rendered = sorted(map(key, render_k8s(load_values(*files))))
         listed = []
         for folder in ("base", f"overlays/{overlay}"):
             kust = yaml.safe_load(want[f"{folder}/kustomization.yaml"])
@@ -515,6 +833,8 @@ def check_k8s_fresh(c: Checks) -> None:
                 if not res.startswith(".."):
                     listed.append(key(yaml.safe_load(want[f"{folder}/{res}"])))
         c.check(sorted(listed) == rendered, f"k8s/overlays/{overlay} holds exactly the chart's objects")
+    hooks = [rel for rel, text in want.items() if "helm.sh/hook" in text]
+    c.check(not hooks, f"k8s/ holds no Helm hook (the `helm test` Pod is Helm's): {hooks}")
 
 
 # ---------------------------------------------------------------------------------------
@@ -714,6 +1034,8 @@ def check() -> int:
         ("production.yaml, platform namespace chess-eu-1", load_values("production.yaml", extra={
             "platform": {"namespace": "chess-eu-1"}})),
         ("dev mode", load_values("k8s-common.yaml", "k8s-dev.yaml")),
+        ("dev mode with backups", load_values("k8s-common.yaml", "k8s-dev.yaml", extra={
+            "backup": {"enabled": True, "existingClaim": "frontier-backups"}})),
         ("k8s prod", load_values("k8s-common.yaml", "k8s-prod.yaml")),
     ]
     for label, values in variants:
@@ -730,6 +1052,17 @@ def check() -> int:
         assert_invariants(c, label, values, objects)
     print("deploy-check: the checks catch what they are for")
     check_the_checks(c)
+    print("deploy-check: values.yaml documented, deploy/README.md's values table")
+    check_values_docs(c)
+    print("deploy-check: the backup CronJob's script")
+    c.check(not [o for o in render({}) if o["kind"] == "CronJob"], "no backup CronJob by default")
+    check_backup_script(c)
+    print("deploy-check: NOTES.txt")
+    check_notes(c)
+    print("deploy-check: the gateway's Ingress")
+    check_ingress_defaults(c)
+    print("deploy-check: per-service image tags")
+    check_image_tags(c)
     print("deploy-check: values the schema must refuse")
     check_bad_values(c)
     print("deploy-check: k8s/ up to date")

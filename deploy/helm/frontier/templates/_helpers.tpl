@@ -46,8 +46,15 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
 {{- end -}}
 
+{{/*
+A service's image (dict root, tag): the service's own `image.tag` when set, else the
+global `image.tag`, else the chart's appVersion; one repository for all. Per-service tags
+make the ordered upgrade of deploy/README.md possible (one service at a time).
+*/}}
 {{- define "frontier.image" -}}
-{{- printf "%s:%s" .Values.image.repository (default .Chart.AppVersion .Values.image.tag) -}}
+{{- $root := .root -}}
+{{- $tag := default (default $root.Chart.AppVersion $root.Values.image.tag) .tag -}}
+{{- printf "%s:%s" $root.Values.image.repository $tag -}}
 {{- end -}}
 
 {{- define "frontier.secretName" -}}
@@ -121,4 +128,39 @@ topologySpreadConstraints:
     secretKeyRef:
       name: {{ include "frontier.secretName" (index . 2) }}
       key: {{ index . 1 }}
+{{- end -}}
+
+{{/*
+A component's own ServiceAccount (dict root, component): no token is mounted, since no
+Frontier pod calls the Kubernetes API (KEDA reads NATS's monitoring port from its own
+operator, with no TriggerAuthentication). The pods set automountServiceAccountToken: false
+as well.
+*/}}
+{{- define "frontier.serviceAccount" -}}
+apiVersion: v1
+kind: ServiceAccount
+metadata:
+  name: {{ include "frontier.component" . }}
+  labels:
+    {{- include "frontier.labels" . | nindent 4 }}
+automountServiceAccountToken: false
+{{- end -}}
+
+{{/*
+What values.schema.json cannot say (JSON Schema does not compare two fields), refused when
+the chart renders (services.yaml includes this first): an autoscaler's maxReplicas under
+its minReplicas. Checked whether or not the autoscaler is enabled, so that switching it on
+later cannot meet a contradiction; deploy/check/bad-values/ has a case for each service.
+*/}}
+{{- define "frontier.validate" -}}
+{{- range $key := list "gateway" "gameSession" "matchmaking" -}}
+{{- $a := (index $.Values $key).autoscaling -}}
+{{- if lt (int $a.maxReplicas) (int $a.minReplicas) -}}
+{{- fail (printf "%s.autoscaling.maxReplicas (%d) is below %s.autoscaling.minReplicas (%d): it must be at least as many" $key (int $a.maxReplicas) $key (int $a.minReplicas)) -}}
+{{- end -}}
+{{- end -}}
+{{- $s := .Values.botWorker.scaling -}}
+{{- if lt (int $s.maxReplicas) (int $s.minReplicas) -}}
+{{- fail (printf "botWorker.scaling.maxReplicas (%d) is below botWorker.scaling.minReplicas (%d): it must be at least as many (KEDA's maxReplicaCount and minReplicaCount, or the fallback HPA's)" (int $s.maxReplicas) (int $s.minReplicas)) -}}
+{{- end -}}
 {{- end -}}

@@ -49,6 +49,8 @@ spec:
         {{- toYaml . | nindent 8 }}
       {{- end }}
     spec:
+      # Its own ServiceAccount, without a token: no service calls the Kubernetes API.
+      serviceAccountName: {{ $name }}
       automountServiceAccountToken: false
       enableServiceLinks: false
       # preStop sleep + drain (--drain-timeout) + margin: the drain is never cut short.
@@ -81,7 +83,7 @@ spec:
       {{- end }}
       containers:
         - name: {{ .component }}
-          image: {{ include "frontier.image" $root }}
+          image: {{ include "frontier.image" (dict "root" $root "tag" $v.image.tag) }}
           imagePullPolicy: {{ $root.Values.image.pullPolicy }}
           args: [{{ .component | quote }}]
           ports:
@@ -146,6 +148,8 @@ spec:
         - name: tmp
           emptyDir:
             sizeLimit: 64Mi
+---
+{{ include "frontier.serviceAccount" $ctx }}
 ---
 apiVersion: v1
 kind: Service
