@@ -60,7 +60,7 @@ SERVICES = ["gateway", "game-session", "clock", "rating", "bot-worker", "matchma
 # The Secret's keys each service is given, as the variables its `frontier <service> --help`
 # reads (services/*/src/config.rs, libs/platform/src/config.rs): exactly these, no more.
 SERVICE_SECRETS = {
-    "gateway": {"FRONTIER_JWT_SECRET", "FRONTIER_DATABASE_URL", "FRONTIER_REDIS_URL", "FRONTIER_NATS_URL"},
+    "gateway": {"FRONTIER_JWT_SECRET", "FRONTIER_JWT_KEYS", "FRONTIER_DATABASE_URL", "FRONTIER_REDIS_URL", "FRONTIER_NATS_URL"},
     "game-session": {"FRONTIER_REDIS_URL", "FRONTIER_NATS_URL"},
     "clock": {"FRONTIER_REDIS_URL"},
     "rating": {"FRONTIER_DATABASE_URL", "FRONTIER_NATS_URL"},
@@ -378,6 +378,8 @@ def assert_invariants(c: Checks, label: str, values: dict, objects: list[dict]) 
             env = {e["name"] for e in ctr.get("env", [])}
             c.check(("FRONTIER_JWT_SECRET" in env) == (component(obj) == "gateway"),
                     f"{name}: the JWT secret goes to the gateway alone")
+            c.check(("FRONTIER_JWT_KEYS" in env) == (component(obj) == "gateway"),
+                    f"{name}: the JWT keys go to the gateway alone")
             c.check(("FRONTIER_DATABASE_URL" in env) == (component(obj) in ("gateway", "rating")),
                     f"{name}: the database URL goes to the gateway and rating alone")
             from_secret = {e["name"] for e in ctr.get("env", []) if "secretKeyRef" in e.get("valueFrom", {})}

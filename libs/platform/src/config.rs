@@ -100,7 +100,8 @@ impl JwtArgs {
     /// The keys these settings give.
     pub fn keys(&self) -> Result<crate::auth::JwtKeys, String> {
         let mut keys: Vec<(&str, &[u8])> = Vec::new();
-        if let Some(secret) = &self.jwt_secret {
+        // Empty: not set (the chart's Secret holds an empty `jwt-secret` once withdrawn).
+        if let Some(secret) = self.jwt_secret.as_deref().filter(|s| !s.is_empty()) {
             keys.push((crate::auth::DEFAULT_KID, secret.as_bytes()));
         }
         for pair in self.jwt_keys.iter().flat_map(|k| k.split(',')) {

@@ -121,13 +121,17 @@ topologySpreadConstraints:
 {{- end }}
 {{- end -}}
 
-{{/* A Secret key as an environment variable: (list NAME KEY root). */}}
+{{/* A Secret key as an environment variable: (list NAME KEY root [optional]). An optional
+key may be missing from the Secret (an existingSecret made before it existed). */}}
 {{- define "frontier.secretEnv" -}}
 - name: {{ index . 0 }}
   valueFrom:
     secretKeyRef:
       name: {{ include "frontier.secretName" (index . 2) }}
       key: {{ index . 1 }}
+      {{- if and (gt (len .) 3) (index . 3) }}
+      optional: true
+      {{- end }}
 {{- end -}}
 
 {{/*

@@ -100,7 +100,7 @@ spec:
                 name: {{ include "frontier.fullname" $root }}
           env:
             {{- range .secrets }}
-            {{- include "frontier.secretEnv" (list (index . 0) (index . 1) $root) | nindent 12 }}
+            {{- include "frontier.secretEnv" (list (index . 0) (index . 1) $root (and (gt (len .) 2) (index . 2))) | nindent 12 }}
             {{- end }}
             {{- with .env }}
             {{- toYaml . | nindent 12 }}
