@@ -172,6 +172,29 @@ mod tests {
     use super::*;
 
     #[test]
+    fn jwt_args_list_keys_oldest_first_and_an_empty_secret_is_none() {
+        let secret = "s".repeat(32);
+        let args = |jwt_secret: Option<&str>, jwt_keys: Option<&str>| JwtArgs {
+            jwt_secret: jwt_secret.map(str::to_owned),
+            jwt_keys: jwt_keys.map(str::to_owned),
+            jwt_ttl: Duration::from_secs(60),
+        };
+        let keys = args(Some(&secret), Some(&format!("k2:{}", "t".repeat(32))))
+            .keys()
+            .expect("keys");
+        assert_eq!(keys.signing_kid(), "k2");
+        let keys = args(Some(&secret), None).keys().expect("keys");
+        assert_eq!(keys.signing_kid(), crate::auth::DEFAULT_KID);
+        // The chart's withdrawn secret: empty, not a key.
+        let keys = args(Some(""), Some(&format!("k3:{}", "u".repeat(32))))
+            .keys()
+            .expect("keys");
+        assert_eq!(keys.signing_kid(), "k3");
+        assert!(args(Some(""), None).keys().is_err());
+        assert!(args(None, Some("no-colon")).keys().is_err());
+    }
+
+    #[test]
     fn durations() {
         assert_eq!(parse_duration("250ms"), Ok(Duration::from_millis(250)));
         assert_eq!(parse_duration("30"), Ok(Duration::from_secs(30)));
