@@ -138,6 +138,10 @@ BOARDS: dict[str, tuple[str, list[dict]]] = {
         series("Publish errors/s by kind (NATS)", [
             q(f"sum by (kind) (rate(frontier_game_session_publish_errors_total{{{GS}}}[{RATE}]))", "{{kind}}")], "ops",
             "finished and bot_job failures stay in their Redis outbox and are retried by the sweeper; event failures are filled from the log."),
+        series("Outbox entries found by the sweep, failed sweeps (per minute)", [
+            q(f"max by (outbox) (frontier_game_session_outbox_entries{{{GS}}})", "{{outbox}} entries"),
+            q(f"60 * sum by (outbox) (rate(frontier_game_session_outbox_sweep_errors_total{{{GS}}}[{RATE}]))", "{{outbox}} failed sweeps"),
+        ]),
         series("Bot jobs enqueued and dropped (per minute)", [
             q(f"60 * sum by (variant) (rate(frontier_game_session_bot_jobs_enqueued_total{{{GS}}}[{RATE}]))", "enqueued {{variant}}"),
             q(f"60 * sum by (reason) (rate(frontier_game_session_bot_jobs_dropped_total{{{GS}}}[{RATE}]))", "dropped {{reason}}"),

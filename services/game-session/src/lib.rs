@@ -134,6 +134,11 @@ const ZEROED: &[Zeroed] = &[
         "event",
         &["offered", "started"],
     ),
+    Zeroed::by(
+        "frontier_game_session_outbox_sweep_errors_total",
+        "outbox",
+        &["finished", "bot_jobs"],
+    ),
 ];
 const GAUGES: &[&str] = &[];
 
@@ -203,9 +208,13 @@ async fn serve<S: GameStore, B: EventBus>(
                     _ = shutdown.wait() => break,
                     _ = tick.tick() => {
                         if let Err(e) = service.flush_outbox().await {
+                            metrics::counter!("frontier_game_session_outbox_sweep_errors_total", "outbox" => "finished")
+                                .increment(1);
                             tracing::warn!(error = %e, "outbox sweep failed");
                         }
                         if let Err(e) = service.flush_bot_outbox().await {
+                            metrics::counter!("frontier_game_session_outbox_sweep_errors_total", "outbox" => "bot_jobs")
+                                .increment(1);
                             tracing::warn!(error = %e, "bot-job outbox sweep failed");
                         }
                     }

@@ -436,7 +436,10 @@ impl<S: GameStore, B: EventBus> GameService<S, B> {
     /// is dropped and counted. Returns how many were sent.
     pub async fn flush_bot_outbox(&self) -> Result<usize, SessionError> {
         let mut sent = 0;
-        for job in self.store.bot_outbox().await? {
+        let jobs = self.store.bot_outbox().await?;
+        metrics::gauge!("frontier_game_session_outbox_entries", "outbox" => "bot_jobs")
+            .set(jobs.len() as f64);
+        for job in jobs {
             let current = match job.game_and_version() {
                 Some((game, version)) => match self.store.load(&game).await? {
                     Some((at, _)) if at == version => {
@@ -493,7 +496,10 @@ impl<S: GameStore, B: EventBus> GameService<S, B> {
     /// Re-publishes every finished game still in the outbox; returns how many were sent.
     pub async fn flush_outbox(&self) -> Result<usize, SessionError> {
         let mut sent = 0;
-        for game in self.store.outbox().await? {
+        let games = self.store.outbox().await?;
+        metrics::gauge!("frontier_game_session_outbox_entries", "outbox" => "finished")
+            .set(games.len() as f64);
+        for game in games {
             match self.store.load(&game).await? {
                 Some((_, bytes)) => {
                     let live = storage::decode(&bytes)?;
