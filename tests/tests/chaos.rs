@@ -961,13 +961,13 @@ fn frontier_bin() -> anyhow::Result<std::path::PathBuf> {
         .join("frontier"))
 }
 
-/// The order of a rolling upgrade, as deploy/README.md gives it: the consumers and the
-/// services behind the others first, the gateway (the clients' edge) last.
+/// The order of a rolling upgrade, as deploy/README.md gives it ("from the inside out"):
+/// rating, game-session, then its callers, the gateway (the clients' edge) last.
 const UPGRADE_ORDER: [Service; 6] = [
     Service::Rating,
-    Service::BotWorker,
-    Service::Clock,
     Service::GameSession,
+    Service::Clock,
+    Service::BotWorker,
     Service::Matchmaking,
     Service::Gateway,
 ];
