@@ -1123,7 +1123,11 @@ async fn under_load(disruption: Disruption) -> anyhow::Result<()> {
     let started = Instant::now();
     let moves_before = ctx.moves.load(Ordering::Relaxed);
     let deadline = started + Duration::from_secs(settings.seconds);
-    while (Instant::now() < deadline || !monkey.is_finished()) && !tasks.is_empty() {
+    // The kills go on until the deadline; an upgrade, until it is over (and the deadline).
+    let upgrading = |monkey: &tokio::task::JoinHandle<anyhow::Result<()>>| {
+        disruption == Disruption::RollingUpgrade && !monkey.is_finished()
+    };
+    while (Instant::now() < deadline || upgrading(&monkey)) && !tasks.is_empty() {
         if let Ok(Some(done)) = tokio::time::timeout(READ_SLICE, tasks.join_next()).await {
             // A client that stops before the end has failed.
             done??;
