@@ -94,10 +94,13 @@ BOARDS: dict[str, tuple[str, list[dict]]] = {
             q(f"60 * sum by (variant) (rate(frontier_game_session_games_finished_total{{{GS}}}[{RATE}]))", "finished {{variant}}"),
         ]),
         series("Moves/s by variant", [q(f"sum by (variant) (rate(frontier_game_session_moves_total{{{GS}}}[{RATE}]))", "{{variant}}")], "ops"),
-        series("Move round trip p50 / p99 (game-session Act, server side)",
+        series("Move round trip p50 / p99 (gateway: message to ack)",
+               quantiles("frontier_gateway_move_round_trip_seconds", GW, label="move"), "s",
+               "From a move's message at the gateway to its ack queued for the socket: game-session's load, rules, "
+               "compare-and-set and publish included; the network to the client is not."),
+        series("game-session Act p50 / p99 (server side)",
                quantiles("frontier_grpc_server_duration_seconds", f'{GS}, method="Act"', label="Act"), "s",
-               "game-session's time to handle Act (load, rules, compare-and-set, publish). No metric measures the round trip "
-               "a client sees (gateway to game-session and back, relay included)."),
+               "game-session's own share of a move's round trip."),
         series("WebSocket error frames/s by code",
                [q(f"sum by (code) (rate(frontier_gateway_ws_errors_total{{{GW}}}[{RATE}]))", "{{code}}")], "ops"),
         series("Refusals/s by reason (abuse limits)",

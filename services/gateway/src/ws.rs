@@ -1159,6 +1159,8 @@ impl<A: Accounts> Connection<A> {
             expected_version,
             action: Some(action),
         };
+        let is_move = matches!(action, A::Move(_) | A::Promote(_));
+        let started = std::time::Instant::now();
         let mut sessions = self.state.sessions.clone();
         // While the action is in flight, the game's live frames wait for its answer: the
         // event it stores (published before the answer comes) then goes out with the ack,
@@ -1192,6 +1194,13 @@ impl<A: Accounts> Connection<A> {
                     version: r.version,
                     duplicate: r.duplicate,
                 });
+                // A move's round trip through the platform as the gateway sees it: from the
+                // client's message to its ack queued for the socket (game-session's load,
+                // rules, compare-and-set and publish included).
+                if is_move {
+                    metrics::histogram!("frontier_gateway_move_round_trip_seconds")
+                        .record(started.elapsed().as_secs_f64());
+                }
             }
             Err(status) => self.refused(id, Some(&game_id), status.into()),
         }
