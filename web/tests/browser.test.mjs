@@ -919,7 +919,13 @@ test('seven board looks and seven piece sets, chosen mid-game from the settings 
   // Past the move's animation: the board stands still.
   await new Promise((r) => setTimeout(r, 1500));
   await w.click('#looks summary');
-  const board = async (name) => (await w.locator('#board').screenshot({ path: `${SHOTS}${name}.png`, animations: 'disabled' })).toString('base64');
+  // Each also as a small JPEG for docs/screenshots/ (copied from out/screenshots/docs/).
+  mkdirSync(`${SHOTS}docs`, { recursive: true });
+  const board = async (name) => {
+    const img = (await w.locator('#board').screenshot({ path: `${SHOTS}${name}.png`, animations: 'disabled' })).toString('base64');
+    await w.locator('#board').screenshot({ path: `${SHOTS}docs/${name}.jpg`, type: 'jpeg', quality: 70, animations: 'disabled' });
+    return img;
+  };
   const seen = [await board('board-green')];
   for (const look of ['felt', 'marble', 'sandstone', 'glacier', 'amber', 'tidepool', 'chamber']) {
     await w.selectOption('#board-look', look);
