@@ -56,9 +56,39 @@ after(async () => {
   if (server) server.kill('SIGTERM');
 });
 
-/** A browser context (its own storage: one player) with a page on the client. */
-async function player(viewport = { width: 1200, height: 900 }) {
-  const context = await browser.newContext({ viewport, locale: 'en-US' });
+/**
+ * A browser context (its own storage: one player) with a page on the client. `audio`: a spy
+ * on the page's AudioContext counts the contexts made and the sound sources started
+ * (`window.__audio`); `reducedMotion`: 'reduce' as a player who asked for less motion.
+ */
+async function player(viewport = { width: 1200, height: 900 }, { audio = false, reducedMotion = 'no-preference' } = {}) {
+  const context = await browser.newContext({ viewport, locale: 'en-US', reducedMotion });
+  if (audio) {
+    await context.addInitScript(() => {
+      window.__audio = { made: 0, started: 0 };
+      const Real = window.AudioContext;
+      const count = (node) => {
+        const start = node.start.bind(node);
+        node.start = (...args) => {
+          window.__audio.started += 1;
+          return start(...args);
+        };
+        return node;
+      };
+      window.AudioContext = class extends Real {
+        constructor(...args) {
+          super(...args);
+          window.__audio.made += 1;
+        }
+        createOscillator() {
+          return count(super.createOscillator());
+        }
+        createBufferSource() {
+          return count(super.createBufferSource());
+        }
+      };
+    });
+  }
   const page = await context.newPage();
   const received = [];
   // The frames as the browser received them, independently of the client's own code.
@@ -308,12 +338,16 @@ test('a private hidden game by code, to checkmate through clicks: reveals drawn,
   await clickMove(black.page, white.page, 'h4f2');
   for (const p of [white, black]) {
     await p.page.waitForSelector('#result', { timeout: WAIT });
-    assert.match(await p.page.textContent('#result-title'), /Black wins — checkmate/);
+    assert.match(await p.page.textContent('#result-detail'), /Black wins — checkmate/);
   }
+  // Each player reads the result as theirs; a spectator reads it plainly.
+  assert.match(await white.page.textContent('#result-title'), /^You lost — checkmate$/);
+  assert.match(await black.page.textContent('#result-title'), /^You won — checkmate$/);
   assert.equal(await black.page.locator('.cid[data-square="f2"][data-role="pawn"]').count(), 1);
   assert.equal(await white.page.locator('.cid[data-square="f2"]').count(), 0);
   assert.equal(await black.page.locator('.cid[data-square="f7"]').count(), 0);
   await watcher.page.waitForSelector('#result', { timeout: WAIT });
+  assert.match(await watcher.page.textContent('#result-title'), /^Black wins — checkmate$/);
   assert.deepEqual(await checkNoUnsentIdentity(watcher, id), []);
   assert.equal(await watcher.page.locator('.cid').count(), 0);
   assert.equal(await watcher.page.locator('.cap-hidden').count(), 2);
@@ -326,8 +360,21 @@ test('a private hidden game by code, to checkmate through clicks: reveals drawn,
   await white.page.click('#verify');
   await white.page.waitForSelector('#verify-result.ok', { timeout: WAIT });
   assert.equal(await white.page.locator('.lay').count(), 30);
+  assert.equal(await white.page.locator('.layout-board .lay[data-square="b1"][data-layout="wq"]').count(), 1);
+  // The layout on the game's own board: every piece still hidden is turned over where it
+  // stands (the fixed layout: a1 a pawn, b1 the queen, h8 a pawn, a7 a knight).
+  await white.page.waitForSelector('#board [data-unveiled]', { timeout: WAIT });
+  assert.equal(await white.page.locator('#board [data-hidden]').count(), 0);
+  const unveiled = await white.page.evaluate(() => Object.fromEntries([...document.querySelectorAll('#board [data-unveiled]')].map((e) => [e.dataset.on, e.dataset.piece])));
+  assert.equal(unveiled.a1, 'wp');
+  assert.equal(unveiled.b1, 'wq');
+  assert.equal(unveiled.h8, 'bp');
+  assert.equal(unveiled.a7, 'bn');
+  assert.equal(unveiled.e4, undefined, 'a piece revealed in play is not marked');
   await shot(white.page, '06-result-verified');
   await shot(black.page, '07-result-black');
+  await white.page.click('#close-result');
+  await shot(white.page, '07-layout-on-board');
   await white.context.close();
   await black.context.close();
 });
@@ -473,7 +520,8 @@ test('clocks tick from the server readings and warn on low time', { skip: SKIP |
   white.page.once('dialog', (d) => d.accept());
   await white.page.click('[data-act="resign"]');
   await black.page.waitForSelector('#result', { timeout: WAIT });
-  assert.match(await black.page.textContent('#result-title'), /Black wins — resignation/);
+  assert.match(await black.page.textContent('#result-title'), /You won — resignation/);
+  assert.match(await black.page.textContent('#result-detail'), /Black wins — resignation/);
   await white.context.close();
   await black.context.close();
 });
@@ -675,4 +723,241 @@ test('rematch: offered from the result dialog, accepted by the opponent, the new
   await shot(bob.page, '18-rematch-started');
   await alice.context.close();
   await bob.context.close();
+});
+
+/** Notes every animation the page draws (`data-anim`: slide, capture, reveal, explode). */
+const watchAnims = (page) => page.evaluate(() => {
+  window.__anims = [];
+  new MutationObserver(() => {
+    for (const e of document.querySelectorAll('[data-anim]')) if (!window.__anims.includes(e.dataset.anim)) window.__anims.push(e.dataset.anim);
+  }).observe(document.body, { childList: true, subtree: true });
+});
+const anims = (page) => page.evaluate(() => window.__anims.slice().sort());
+const sounds = (page) => page.evaluate(() => window.frontier.sounds.slice());
+const waitSound = (page, name) => page.waitForFunction((n) => window.frontier.sounds.includes(n), name, { timeout: WAIT });
+
+/** A standard (or other) game between two guests, started; returns both and the game id. */
+async function twoPlayers({ variant = 'standard', minutes = 0, white: wo = {}, black: bo = {} } = {}) {
+  const white = await player(undefined, wo);
+  const black = await player(undefined, bo);
+  await enterAsGuest(white.page);
+  await enterAsGuest(black.page);
+  const { id, code } = await createBoard(white.page, { variant, minutes });
+  await joinByCode(black.page, code);
+  await white.page.waitForFunction(() => [...window.frontier.games.values()].some((g) => g.status === 'playing'), null, { timeout: WAIT });
+  return { white, black, id };
+}
+
+test('flip the board (button and f, kept per game); step through the live game with the arrows and the move list, new moves do not yank the view, back to the live position', { skip: SKIP || false }, async () => {
+  const { white, black } = await twoPlayers();
+  const w = white.page;
+  const orientation = () => w.evaluate(() => window.frontier.board.opts.orientation);
+  // a1 is drawn at the bottom left for White, at the top right once flipped.
+  const a1 = async () => {
+    const b = await boxOf(w, '[data-square="a1"]');
+    const board = await boxOf(w, '#board');
+    return { top: b.y < board.y + board.height / 2, left: b.x < board.x + board.width / 2 };
+  };
+  assert.equal(await orientation(), 'white');
+  assert.deepEqual(await a1(), { top: false, left: true });
+  await w.click('#flip');
+  assert.equal(await orientation(), 'black');
+  assert.deepEqual(await a1(), { top: true, left: false });
+  assert.equal(await w.getAttribute('#flip', 'aria-pressed'), 'true');
+  await shot(w, '19-flipped');
+  // The key f flips back; and again; the flip stays through the game's moves.
+  await w.keyboard.press('f');
+  assert.equal(await orientation(), 'white');
+  await w.keyboard.press('f');
+  await clickMove(w, black.page, 'e2e4');
+  await clickMove(black.page, w, 'e7e5');
+  assert.equal(await orientation(), 'black', 'the flip is kept while the game goes on');
+  await w.keyboard.press('f');
+  await clickMove(w, black.page, 'g1f3');
+  // ← steps back one ply: the knight stands on g1 again; the live game is untouched.
+  await w.locator('body').focus();
+  await w.keyboard.press('ArrowLeft');
+  assert.deepEqual((await shownPieces(w)).g1, { piece: 'wn', hidden: false });
+  assert.equal((await shownPieces(w)).f3, undefined);
+  assert.equal(await w.locator('#back-live').count(), 1);
+  assert.equal((await gameState(w)).moves.length, 3);
+  // The move list is clickable: after 1. e4 only.
+  await w.click('td[data-ply="1"]');
+  let pieces = await shownPieces(w);
+  assert.deepEqual(pieces.e4, { piece: 'wp', hidden: false });
+  assert.deepEqual(pieces.e7, { piece: 'bp', hidden: false });
+  assert.equal(pieces.e5, undefined);
+  assert.equal(await w.locator('td.current[data-ply="1"]').count(), 1);
+  // Black moves meanwhile: White's view stays where it is, and the control says there is more.
+  await clickMove(black.page, w, 'b8c6');
+  pieces = await shownPieces(w);
+  assert.deepEqual(pieces.e7, { piece: 'bp', hidden: false }, 'the view was not yanked to the live position');
+  await w.waitForSelector('#back-live.more');
+  assert.match(await w.textContent('#back-live'), /Back to the live position — 1 new/);
+  await shot(w, '20-stepped-back');
+  // → one ply forward: after 1... e5.
+  await w.keyboard.press('ArrowRight');
+  pieces = await shownPieces(w);
+  assert.deepEqual(pieces.e5, { piece: 'bp', hidden: false });
+  assert.equal(pieces.e7, undefined);
+  // Back to the live position.
+  await w.click('#back-live');
+  pieces = await shownPieces(w);
+  assert.deepEqual(pieces.c6, { piece: 'bn', hidden: false });
+  assert.deepEqual(pieces.f3, { piece: 'wn', hidden: false });
+  assert.equal(await w.locator('#back-live').count(), 0);
+  // And the game goes on from it.
+  await clickMove(w, black.page, 'f1c4');
+  await white.context.close();
+  await black.context.close();
+});
+
+test('premove: queued during the opponent\'s turn and drawn, cancelled by Escape and a right click, never offered for an impossible move, played the instant the opponent moved (a recapture too)', { skip: SKIP || false }, async () => {
+  const { white, black, id } = await twoPlayers();
+  const w = white.page;
+  const premove = () => w.evaluate((id) => window.frontier.premoves.get(id) || null, id);
+  await clickMove(w, black.page, 'e2e4');
+  // Black to move: White queues d2–d4.
+  await w.click('[data-square="d2"]');
+  await w.click('[data-square="d4"]');
+  assert.deepEqual(await premove(), { from: 11, to: 27 });
+  assert.equal(await w.locator('.sq.premove').count(), 2);
+  assert.equal((await gameState(w)).moves.length, 1, 'nothing was sent');
+  await shot(w, '21-premove');
+  // A king cannot go e1–e3: not offered, the premove stands.
+  await w.click('[data-square="e1"]');
+  await w.click('[data-square="e3"]');
+  assert.deepEqual(await premove(), { from: 11, to: 27 });
+  // Escape cancels it; so does a right click.
+  await w.keyboard.press('Escape');
+  assert.equal(await premove(), null);
+  assert.equal(await w.locator('.sq.premove').count(), 0);
+  await w.click('[data-square="d2"]');
+  await w.click('[data-square="d4"]');
+  assert.ok(await premove());
+  await w.click('[data-square="h5"]', { button: 'right' });
+  assert.equal(await premove(), null);
+  assert.equal(await w.locator('.sq.premove').count(), 0);
+  // Queued again, and played as soon as Black has moved, with no click of White's.
+  await w.click('[data-square="d2"]');
+  await w.click('[data-square="d4"]');
+  await clickMove(black.page, w, 'e7e5');
+  await waitPlies(black.page, 3);
+  assert.equal((await gameState(black.page)).moves[2].uci, 'd2d4');
+  assert.equal(await w.locator('.sq.premove').count(), 0);
+  // A recapture on a square one's own piece stands on: offered, and played after exd4.
+  await w.click('[data-square="d1"]');
+  await w.click('[data-square="d4"]');
+  assert.deepEqual(await premove(), { from: 3, to: 27 });
+  await clickMove(black.page, w, 'e5d4');
+  await waitPlies(black.page, 5);
+  assert.equal((await gameState(black.page)).moves[4].uci, 'd1d4');
+  assert.deepEqual((await shownPieces(black.page)).d4, { piece: 'wq', hidden: false });
+  await white.context.close();
+  await black.context.close();
+});
+
+test('moves are animated (slide, capture, reveal, explosion; none for reduced motion) and sounded through the Web Audio API, with a remembered mute switch', { skip: SKIP || false }, async () => {
+  // A hidden game on a 1-minute clock (21 s on the test server: low time comes at once).
+  const { white, black } = await twoPlayers({ variant: 'hidden', minutes: 1, white: { audio: true }, black: { audio: true, reducedMotion: 'reduce' } });
+  const [w, b] = [white.page, black.page];
+  await waitSound(w, 'start');
+  await watchAnims(w);
+  await watchAnims(b);
+  await clickMove(w, b, 'e2e4');
+  await waitSound(b, 'move');
+  await waitSound(b, 'reveal');
+  await clickMove(b, w, 'e7e5');
+  await clickMove(w, b, 'f1c4');
+  await clickMove(b, w, 'd8h4');
+  // White's clock runs below 20 s: the low-time warning, once.
+  await waitSound(w, 'lowtime');
+  // 3. Bxf7+: a capture, with check.
+  await clickMove(w, b, 'c4f7');
+  for (const p of [w, b]) {
+    await waitSound(p, 'capture');
+    await waitSound(p, 'check');
+  }
+  assert.deepEqual(await anims(w), ['capture', 'reveal', 'slide']);
+  assert.deepEqual(await anims(b), [], 'nothing moves for a player who asked for reduced motion');
+  const spied = await b.evaluate(() => window.__audio);
+  assert.ok(spied.made >= 1 && spied.started >= 6, `the AudioContext was used: ${JSON.stringify(spied)}`);
+  // Black mutes: the game's end sounds for White only; the choice survives a reload.
+  await b.click('#mute');
+  assert.equal(await b.getAttribute('#mute', 'aria-pressed'), 'true');
+  const before = await b.evaluate(() => window.__audio.started);
+  const blackSounds = (await sounds(b)).length;
+  w.once('dialog', (d) => d.accept());
+  await w.click('[data-act="resign"]');
+  await waitSound(w, 'end');
+  await b.waitForSelector('#result', { timeout: WAIT });
+  assert.equal((await sounds(b)).length, blackSounds);
+  assert.equal(await b.evaluate(() => window.__audio.started), before);
+  await b.reload();
+  await b.waitForSelector('#mute[aria-pressed="true"]', { timeout: WAIT });
+  assert.equal(await b.evaluate(() => localStorage.getItem('frontier.muted')), 'true');
+  await white.context.close();
+  await black.context.close();
+  // Atomic: a capture explodes, with its own sound and animation.
+  const atomic = await twoPlayers({ variant: 'atomic', white: { audio: true }, black: { audio: true } });
+  await watchAnims(atomic.white.page);
+  await clickMove(atomic.white.page, atomic.black.page, 'e2e4');
+  await clickMove(atomic.black.page, atomic.white.page, 'd7d5');
+  await clickMove(atomic.white.page, atomic.black.page, 'e4d5');
+  for (const p of [atomic.white.page, atomic.black.page]) await waitSound(p, 'explosion');
+  assert.ok((await anims(atomic.white.page)).includes('explode'));
+  await shot(atomic.white.page, '22-explosion-animated');
+  await atomic.white.context.close();
+  await atomic.black.context.close();
+});
+
+test('seven board looks and seven piece sets, chosen mid-game from the settings panel: each draws the board differently, the hidden mark on every set, kept across a reload', { skip: SKIP || false }, async () => {
+  const { white, black } = await twoPlayers({ variant: 'hidden' });
+  const w = white.page;
+  await clickMove(w, black.page, 'e2e4');
+  await clickMove(black.page, w, 'e7e5');
+  // Past the move's animation: the board stands still.
+  await new Promise((r) => setTimeout(r, 1500));
+  await w.click('#looks summary');
+  // Each also as a small JPEG for docs/screenshots/ (copied from out/screenshots/docs/).
+  mkdirSync(`${SHOTS}docs`, { recursive: true });
+  const board = async (name) => {
+    const img = (await w.locator('#board').screenshot({ path: `${SHOTS}${name}.png`, animations: 'disabled' })).toString('base64');
+    await w.locator('#board').screenshot({ path: `${SHOTS}docs/${name}.jpg`, type: 'jpeg', quality: 70, animations: 'disabled' });
+    return img;
+  };
+  const seen = [await board('board-green')];
+  for (const look of ['felt', 'marble', 'sandstone', 'glacier', 'amber', 'tidepool', 'chamber']) {
+    await w.selectOption('#board-look', look);
+    await w.waitForSelector(`#board svg.look-${look}`);
+    const img = await board(`board-${look}`);
+    assert.ok(!seen.includes(img), `the ${look} look draws the board differently from every other`);
+    seen.push(img);
+    assert.equal(await w.evaluate(() => localStorage.getItem('frontier.theme')), JSON.stringify(look));
+  }
+  await w.selectOption('#board-look', 'marble');
+  await w.waitForSelector('#board svg.look-marble');
+  const sets = [await board('pieces-frontier')];
+  for (const set of ['geometric', 'letters', 'emblem', 'outline', 'pixel', 'relief']) {
+    await w.selectOption('#piece-set', set);
+    await w.waitForSelector(`#board .piece.set-${set}`);
+    const img = await board(`pieces-${set}`);
+    assert.ok(!sets.includes(img), `the ${set} set draws the pieces differently from every other`);
+    sets.push(img);
+    // The hidden mark on every hidden piece of every set.
+    assert.equal(await w.locator('#board [data-hidden] .hidden-mark').count(), 28, set);
+  }
+  await w.selectOption('#piece-set', 'frontier');
+  await w.waitForSelector('#board .piece.set-frontier');
+  assert.equal(await board('pieces-frontier-again'), sets[0], 'the first set draws as it did');
+  // The game goes on in the chosen looks; the choice survives a reload.
+  await w.selectOption('#piece-set', 'pixel');
+  await clickMove(w, black.page, 'f1c4');
+  await w.reload();
+  await w.waitForSelector('#board .piece.set-pixel', { timeout: WAIT });
+  assert.equal(await w.locator('#board svg.look-marble').count(), 1);
+  assert.equal(await w.inputValue('#board-look'), 'marble');
+  await shot(w, '23-marble-pixel');
+  await white.context.close();
+  await black.context.close();
 });

@@ -39,7 +39,8 @@ test('every key the code uses exists', () => {
     variant_: ['standard', 'hidden', 'atomic'],
     color_: ['white', 'black', 'random'],
     level_: ['easy', 'medium', 'hard'],
-    theme_: ['green', 'brown', 'blue'],
+    theme_: ['green', 'brown', 'blue', 'felt', 'marble', 'sandstone', 'glacier', 'amber', 'tidepool', 'chamber'],
+    set_: ['frontier', 'geometric', 'letters', 'emblem', 'outline', 'pixel', 'relief'],
     role_: ['p', 'n', 'b', 'r', 'q', 'k'],
     reason_: ['checkmate', 'king-exploded', 'resignation', 'timeout', 'abandonment', 'stalemate', 'repetition', 'fifty-moves', 'insufficient-material', 'agreement', 'timeout-vs-insufficient-material', 'aborted'],
   };

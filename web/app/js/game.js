@@ -4,7 +4,7 @@
 // come only from what the server sent: reveals (public) and this seat's own
 // `captured_identity`s.
 
-import { parseFen, findMove, play, san, parseSquare, START_FEN, ROLE_LETTER, legalMoves, inCheck } from './chess.js';
+import { parseFen, findMove, play, san, parseSquare, START_FEN, ROLE_LETTER, legalMoves, inCheck, toFen } from './chess.js';
 
 /** A new game state from a `game` frame. */
 export function fromFrame(frame, receivedAt = Date.now()) {
@@ -22,6 +22,9 @@ export function fromFrame(frame, receivedAt = Date.now()) {
     fen: g.fen,
     turn: g.turn,
     moves: g.moves.map((m) => ({ uci: m.uci, reveal: m.reveal || null, captured: m.captured || null })),
+    // The FEN the server sent after each ply, where this client received that ply's event
+    // (index = ply − 1); a game frame sends only the last one.
+    fens: [],
     pendingPromotion: g.pending_promotion,
     capturedIdentities: g.captured_identities.slice(),
     drawOffer: g.draw_offer,
@@ -57,6 +60,7 @@ export function applyEvent(state, frame, receivedAt = Date.now()) {
       break;
     case 'move':
       state.moves.push({ uci: e.uci, reveal: e.reveal || null, captured: e.captured || null });
+      state.fens[state.moves.length - 1] = e.fen;
       state.fen = e.fen;
       state.turn = e.turn;
       state.pendingPromotion = e.promotion_pending ? e.uci.slice(2, 4) : null;
@@ -67,6 +71,7 @@ export function applyEvent(state, frame, receivedAt = Date.now()) {
       break;
     case 'promotion':
       state.moves[state.moves.length - 1].uci = e.uci;
+      state.fens[state.moves.length - 1] = e.fen;
       state.fen = e.fen;
       state.turn = e.turn;
       state.pendingPromotion = null;
@@ -75,6 +80,7 @@ export function applyEvent(state, frame, receivedAt = Date.now()) {
       // Against the computer: the player's last move and the reply are taken back, as one
       // change; the position now is the event's.
       state.moves.splice(Math.max(0, state.moves.length - (e.taken_back || []).length));
+      state.fens.length = Math.min(state.fens.length, state.moves.length);
       state.fen = e.fen;
       state.turn = e.turn;
       state.pendingPromotion = null;
@@ -96,6 +102,26 @@ export function applyEvent(state, frame, receivedAt = Date.now()) {
   if (frame.shuffle) state.shuffle = frame.shuffle;
   if (frame.clocks) state.clocks = { ...frame.clocks, receivedAt };
   return 'applied';
+}
+
+/**
+ * The public position after `ply` plies (0: the start) and that ply's move squares, for
+ * stepping back through a game: the FEN the server sent for that ply where this client
+ * received it, else the moves replayed from the start with their public reveals (as the
+ * record screen does). `null` when the moves cannot be replayed.
+ */
+export function positionAt(state, ply) {
+  const lastOf = (i) => (i > 0 ? [parseSquare(state.moves[i - 1].uci.slice(0, 2)), parseSquare(state.moves[i - 1].uci.slice(2, 4))] : null);
+  if (ply >= state.moves.length) return { fen: state.fen, last: lastOf(state.moves.length) };
+  if (ply > 0 && state.fens[ply - 1]) return { fen: state.fens[ply - 1], last: lastOf(ply) };
+  let pos = startPosition(state.variant);
+  for (const m of state.moves.slice(0, ply)) {
+    const found = findMove(pos, m.uci) || findMove(pos, m.uci.slice(0, 4));
+    if (!found) return null;
+    const promotion = m.uci.length === 5 ? m.uci[4] : undefined;
+    pos = play(pos, promotion && !found.promotion ? { ...found, promotion } : found, m.reveal ? ROLE_LETTER[m.reveal.role] : undefined);
+  }
+  return { fen: toFen(pos), last: lastOf(ply) };
 }
 
 /** The start position of a variant (hidden chess: every piece but the kings hidden). */

@@ -4,10 +4,11 @@
 import { api, ApiError, Connection } from './net.js';
 import { t, setLang, lang, LANGS, roleName, detectLang } from './i18n.js';
 import { parseFen, legalMoves, squareName, parseSquare, uci as uciOf, san, findMove, ROLE_LETTER, rankOf, play, inCheck, toFen } from './chess.js';
-import { fromFrame, applyEvent, moveList, unaccounted, startPosition } from './game.js';
-import { BoardView } from './board.js';
-import { pieceIcon } from './pieces.js';
+import { fromFrame, applyEvent, moveList, unaccounted, startPosition, positionAt } from './game.js';
+import { BoardView, BOARD_LOOKS } from './board.js';
+import { pieceIcon, pieceSvg, PIECE_SETS, setPieceSet } from './pieces.js';
 import { verifyShuffle } from './sha256.js';
+import { playSound, muted, setMuted, played } from './sound.js';
 
 // The lobby forms' choices (quick match, the computer, a private board): the lobby is drawn
 // again whenever something changes (a reconnect's `status`, a board, a game), and a choice
@@ -49,6 +50,17 @@ const app = {
   board: null,
   notice: null,
   effects: { exploded: [], revealed: -1, until: 0 },
+  // Game id → how this client looks at it: {flipped, ply (null: the live position), seen
+  // (the plies there were when the player stepped back)}.
+  views: new Map(),
+  // Game id → {from, to}: the one move queued during the opponent's turn.
+  premoves: new Map(),
+  // Games whose low-time warning sounded.
+  lowWarned: new Set(),
+  // A move this client made by dragging (uci): it is not slid again when it arrives.
+  dragged: null,
+  // The sounds played (sound.js).
+  sounds: played,
   seek: null,
   // Every frame received, for the tests' check that the client shows nothing it was not sent.
   frames: [],
@@ -162,12 +174,14 @@ function onFrame(frame) {
       noteClock(g.clocks, now);
       if (g.status !== 'waiting' && app.boards.delete(frame.game_id)) saveBoards();
       app.games.set(frame.game_id, g);
+      tryPremove(g);
       if (currentGameId() === frame.game_id) renderGame();
       break;
     }
     case 'event': {
       const g = app.games.get(frame.game_id);
       if (!g) return;
+      const before = g.fen;
       const r = applyEvent(g, frame, now);
       if (r === 'gap') {
         app.conn.post({ type: 'open', id: app.conn.nextId('o'), game_id: frame.game_id });
@@ -176,18 +190,37 @@ function onFrame(frame) {
       if (r !== 'applied') return;
       noteClock(frame.clocks, now);
       const e = frame.event;
+      const onScreen = currentGameId() === frame.game_id;
       if (e.kind === 'move') {
+        const atomicCapture = g.variant === 'atomic' && !!e.captured;
+        const from = parseSquare(e.uci.slice(0, 2));
+        const to = parseSquare(e.uci.slice(2, 4));
+        // The piece a capture took, as it was drawn (a hidden one as it looked).
+        const taken = e.captured && !atomicCapture ? parseFen(before, g.variant).board[parseSquare(e.captured.square)] : null;
         app.effects = {
+          at: now,
+          slide: app.dragged === e.uci.slice(0, 4) ? null : [from, to],
+          captured: taken,
           // Atomic: the capture square, the capturer's origin and every square emptied.
           exploded: g.variant === 'atomic' && e.captured ? [...new Set([e.uci.slice(0, 2), e.uci.slice(2, 4), ...(e.exploded || [])])] : [],
           revealed: e.reveal ? parseSquare(e.reveal.square) : -1,
           until: now + 1200,
           game: frame.game_id,
         };
+        app.dragged = null;
         if (app.effects.exploded.length || app.effects.revealed >= 0) {
           setTimeout(() => currentGameId() === frame.game_id && renderGame(), 1250);
         }
+        if (onScreen) {
+          playSound(atomicCapture ? 'explosion' : e.captured ? 'capture' : 'move');
+          if (e.reveal) playSound('reveal');
+          if (e.check) playSound('check');
+        }
       }
+      if (onScreen && e.kind === 'started') playSound('start');
+      if (onScreen && frame.outcome) playSound('end');
+      if (g.status !== 'playing') app.premoves.delete(g.id);
+      tryPremove(g);
       if ((e.kind === 'started' || frame.outcome) && app.boards.has(frame.game_id)) {
         app.boards.delete(frame.game_id);
         saveBoards();
@@ -285,7 +318,7 @@ function header() {
       <label><span class="sr">${t('language')}</span>
         <select id="lang" aria-label="${t('language')}">${LANGS.map(([code, name]) => `<option value="${code}" ${code === lang() ? 'selected' : ''}>${name}</option>`).join('')}</select></label>
       <label><span class="sr">${t('boardTheme')}</span>
-        <select id="theme" aria-label="${t('boardTheme')}">${['green', 'brown', 'blue'].map((th) => `<option value="${th}" ${th === store.get('theme', 'green') ? 'selected' : ''}>${t('theme_' + th)}</option>`).join('')}</select></label>
+        <select id="theme" aria-label="${t('boardTheme')}">${BOARD_LOOKS.map((th) => `<option value="${th}" ${th === store.get('theme', 'green') ? 'selected' : ''}>${t('theme_' + th)}</option>`).join('')}</select></label>
       <button type="button" id="dark" aria-pressed="${document.documentElement.classList.contains('dark')}">${t('darkMode')}</button>
       <span id="status" class="status" role="status"></span>
     </div>
@@ -306,10 +339,7 @@ function bindHeader() {
     store.set('lang', e.target.value);
     render();
   };
-  $('#theme').onchange = (e) => {
-    store.set('theme', e.target.value);
-    applyLooks();
-  };
+  $('#theme').onchange = (e) => chooseLook('theme', e.target.value);
   $('#dark').onclick = () => {
     store.set('dark', !document.documentElement.classList.contains('dark'));
     applyLooks();
@@ -324,7 +354,18 @@ function applyLooks() {
   const dark = store.get('dark', window.matchMedia && window.matchMedia('(prefers-color-scheme: dark)').matches);
   root.classList.toggle('dark', !!dark);
   root.dataset.theme = store.get('theme', 'green');
+  setPieceSet(store.get('pieces', 'frontier'));
   root.lang = lang();
+}
+
+/** A board look or piece set chosen (kept in localStorage): a board on screen is drawn again. */
+function chooseLook(key, value) {
+  store.set(key, value);
+  applyLooks();
+  const theme = $('#theme');
+  if (theme) theme.value = store.get('theme', 'green');
+  if ($('#main.game-screen')) renderGame();
+  else if ($('#board')) render();
 }
 
 function render() {
@@ -606,6 +647,28 @@ function outcomeText(o) {
   return `${who} — ${t('reason_' + o.reason)}`;
 }
 
+/** The result as a player of the game reads it ("You won — checkmate"); a spectator's is the plain one. */
+function personalOutcome(g) {
+  const o = g.outcome;
+  if (!o || !myColor(g) || o.result === 'draw' || o.result === 'aborted') return outcomeText(o);
+  return `${t(o.result === g.seat ? 'youWon' : 'youLost')} — ${t('reason_' + o.reason)}`;
+}
+
+// The start squares of a hidden layout's pieces, in the order of `shuffle.layout` (docs/protocol.md).
+const LAYOUT_SQUARES = {
+  w: ['a1', 'b1', 'c1', 'd1', 'f1', 'g1', 'h1', 'a2', 'b2', 'c2', 'd2', 'e2', 'f2', 'g2', 'h2'],
+  b: ['a8', 'b8', 'c8', 'd8', 'f8', 'g8', 'h8', 'a7', 'b7', 'c7', 'd7', 'e7', 'f7', 'g7', 'h7'],
+};
+
+/** The published layout of a finished hidden game: square → {color, role}. */
+function layoutPieces(shuffle) {
+  const [w, b] = shuffle.layout.split('/');
+  const out = {};
+  [...w].forEach((c, i) => (out[parseSquare(LAYOUT_SQUARES.w[i])] = { color: 'w', role: c.toLowerCase() }));
+  [...b].forEach((c, i) => (out[parseSquare(LAYOUT_SQUARES.b[i])] = { color: 'b', role: c.toLowerCase() }));
+  return out;
+}
+
 function renderGame() {
   const main = $('#main.game-screen');
   if (!main) return;
@@ -628,7 +691,16 @@ function renderGame() {
   // A piece picked up by a first click stays picked through a redraw.
   const keepSelected = app.board && app.board.gameId === id && app.board.el.isConnected ? app.board.selected : -1;
   const mine = myColor(g);
-  const orientation = g.seat === 'black' ? 'black' : 'white';
+  const view = viewOf(id);
+  if (view.ply !== null && view.ply >= g.moves.length) view.ply = null;
+  // Stepped back: an earlier position of this game, the live one going on meanwhile.
+  const shown = view.ply === null ? null : positionAt(g, view.ply);
+  if (!shown) view.ply = null;
+  const stepped = !!shown;
+  const shownPly = stepped ? view.ply : g.moves.length;
+  const newMoves = stepped && g.moves.length > view.seen;
+  const seatSide = g.seat === 'black' ? 'black' : 'white';
+  const orientation = view.flipped ? (seatSide === 'white' ? 'black' : 'white') : seatSide;
   const top = orientation === 'white' ? 'black' : 'white';
   const bottom = orientation;
   const list = moveList(g.variant, g.moves);
@@ -639,7 +711,7 @@ function renderGame() {
       const extra = [];
       if (m.reveal) extra.push(`<span class="reveal" title="${t('reveals', { role: roleName(ROLE_LETTER[m.reveal.role]) })}">${pieceIcon(ply % 2 === 0 ? 'w' : 'b', ROLE_LETTER[m.reveal.role], 16)}<span class="sr">${t('reveals', { role: roleName(ROLE_LETTER[m.reveal.role]) })}</span></span>`);
       if (m.captured && m.captured.hidden) extra.push(`<span class="cap-hidden" title="${t('capturedHidden')}">×?</span>`);
-      return `<td data-ply="${ply + 1}"><span class="san">${esc(m.san)}</span>${extra.join('')}</td>`;
+      return `<td data-ply="${ply + 1}"${ply + 1 === shownPly ? ' class="current" aria-current="step"' : ''}><span class="san">${esc(m.san)}</span>${extra.join('')}</td>`;
     };
     rows.push(`<tr><th>${i / 2 + 1}.</th>${cell(list[i], i)}${cell(list[i + 1], i + 1)}</tr>`);
   }
@@ -670,14 +742,33 @@ function renderGame() {
   main.innerHTML = `
     <section class="play">
       ${playerLine(g, top)}
-      <div id="board" class="board" data-variant="${g.variant}"></div>
+      <div id="board" class="board${stepped ? ' stepped' : ''}" data-variant="${g.variant}"></div>
       ${playerLine(g, bottom)}
+      <div class="row board-nav">
+        <span class="row">
+          <button type="button" id="step-first" aria-label="${t('first')}">⏮</button>
+          <button type="button" id="step-prev" aria-label="${t('previous')}" title="${t('previous')} (←)">◀</button>
+          <button type="button" id="step-next" aria-label="${t('next')}" title="${t('next')} (→)">▶</button>
+          <button type="button" id="step-last" aria-label="${t('last')}">⏭</button>
+        </span>
+        ${stepped ? `<button type="button" id="back-live" class="${newMoves ? 'more' : ''}">${t('backToLive')}${newMoves ? ` — ${t('newMoves', { n: g.moves.length - view.seen })}` : ''}</button>` : ''}
+        <span class="row">
+          <button type="button" id="flip" aria-pressed="${view.flipped}" title="${t('flipBoard')} (f)">${t('flipBoard')}</button>
+          <button type="button" id="mute" aria-pressed="${muted()}">${t('muteSounds')}</button>
+        </span>
+      </div>
+      <details class="looks" id="looks"${app.looksOpen ? ' open' : ''}><summary>${t('boardAndPieces')}</summary>
+        <div class="settings-panel">
+          <label>${t('boardTheme')} <select id="board-look">${options(BOARD_LOOKS, store.get('theme', 'green'), (v) => t('theme_' + v))}</select></label>
+          <label>${t('pieceSet')} <select id="piece-set">${options(PIECE_SETS, store.get('pieces', 'frontier'), (v) => t('set_' + v))}</select></label>
+        </div>
+      </details>
     </section>
     <aside class="side">
       <p class="meta">${t('variant_' + g.variant)} · ${g.clock ? `${g.clock.minutes}+${g.clock.increment}` : t('noClock')} · ${g.rated ? t('rated') : t('casual')}${g.seat === 'spectator' ? ` · ${t('spectating')}` : ''}</p>
       ${waiting && board0 ? `<div class="invite card"><p>${t('shareCode')}</p><p><code class="code" id="board-code">${esc(board0.code)}</code></p><p><input id="invite" readonly value="${esc(inviteLink)}" aria-label="${t('inviteLink')}"> <button type="button" id="copy">${t('copy')}</button></p></div>` : ''}
       ${waiting && !board0 ? `<p>${t('waitingForOpponent')}</p>` : ''}
-      <p id="turn" class="turn" role="status">${g.status === 'finished' ? esc(outcomeText(g.outcome)) : playing ? (g.pendingPromotion ? t('promotionPending') : myTurn ? t('yourTurn') : t('turnOf', { side: t(g.turn) })) : ''}</p>
+      <p id="turn" class="turn" role="status">${g.status === 'finished' ? esc(personalOutcome(g)) : playing ? (g.pendingPromotion ? t('promotionPending') : myTurn ? t('yourTurn') : t('turnOf', { side: t(g.turn) })) : ''}</p>
       ${playing && g.drawOffer ? `<p class="draw-offer" role="status">${t('drawOffered', { side: t(g.drawOffer) })}</p>` : ''}
       <p id="notice" class="notice" role="alert" ${app.notice && Date.now() - app.notice.at < 8000 ? '' : 'hidden'}>${esc(app.notice && Date.now() - app.notice.at < 8000 ? app.notice.text : '')}</p>
       <div class="actions">${actions.join('')}</div>
@@ -697,26 +788,147 @@ function renderGame() {
   const effects = app.effects.game === id && Date.now() < app.effects.until ? app.effects : { exploded: [], revealed: -1 };
   const last = g.moves.length ? g.moves[g.moves.length - 1].uci : null;
   const pos = publicPos(g);
+  const canMove = myTurn && !g.pendingPromotion && !stepped;
+  // The opponent's turn: a move may be queued (premove), one the rules could allow.
+  const premovable = playing && mine && !myTurn && !g.pendingPromotion && !stepped;
+  const premove = premovable ? app.premoves.get(id) : null;
   app.board = new BoardView($('#board'), {
-    legalFrom: (sq) => (myTurn && !g.pendingPromotion ? legalMoves(pos).filter((m) => m.from === sq).map((m) => m.to) : []),
-    onMove: (from, to) => attemptMove(g, from, to),
+    legalFrom: (sq) => (canMove ? legalMoves(pos).filter((m) => m.from === sq).map((m) => m.to) : premovable ? premoveDests(g, sq) : []),
+    onMove: (from, to, dragged) => {
+      if (canMove) {
+        if (dragged) app.dragged = squareName(from) + squareName(to);
+        attemptMove(g, from, to);
+      } else if (premovable) {
+        app.premoves.set(id, { from, to });
+        renderGame();
+      }
+    },
+    onCancel: () => cancelPremove(id),
   });
   app.board.gameId = id;
   app.board.selected = keepSelected;
   app.board.set({
-    fen: g.fen,
+    fen: stepped ? shown.fen : g.fen,
     variant: g.variant,
     orientation,
-    last: last ? [parseSquare(last.slice(0, 2)), parseSquare(last.slice(2, 4))] : null,
-    check: playing && !g.pendingPromotion && inCheck(pos),
-    movable: myTurn && !g.pendingPromotion,
-    exploded: effects.exploded.map(parseSquare),
-    revealed: effects.revealed,
+    last: stepped ? shown.last : last ? [parseSquare(last.slice(0, 2)), parseSquare(last.slice(2, 4))] : null,
+    check: stepped ? inCheck(parseFen(shown.fen, g.variant)) : playing && !g.pendingPromotion && inCheck(pos),
+    movable: canMove || premovable,
+    premove: premove ? [premove.from, premove.to] : null,
+    exploded: stepped ? [] : effects.exploded.map(parseSquare),
+    revealed: stepped ? -1 : effects.revealed,
+    anim: !stepped && effects.at ? effects : null,
+    // The game over, the layout published: every piece still hidden turned over where it stands.
+    unveil: !stepped && g.status === 'finished' && g.shuffle ? layoutPieces(g.shuffle) : null,
   });
   bindGame(g);
 }
 
+function viewOf(id) {
+  if (!app.views.has(id)) app.views.set(id, { flipped: false, ply: null, seen: 0 });
+  return app.views.get(id);
+}
+
+/** Shows the position after `ply` plies; the last one is the live position. */
+function stepTo(g, ply) {
+  const view = viewOf(g.id);
+  const n = g.moves.length;
+  const to = Math.max(0, Math.min(n, ply));
+  if (to === n) view.ply = null;
+  else {
+    if (view.ply === null) view.seen = n;
+    view.ply = to;
+  }
+  renderGame();
+}
+
+function flip(g) {
+  const view = viewOf(g.id);
+  view.flipped = !view.flipped;
+  renderGame();
+}
+
+/**
+ * Where the piece on `from` could be premoved to: the moves the client's generator allows
+ * it from this seat's view with this seat to move, and the captures it could make on a
+ * square the opponent's move might fill (a recapture, a pawn's diagonal), tried with an
+ * opponent's piece standing there. Never a move the rules could not allow.
+ */
+function premoveDests(g, from) {
+  const mine = myColor(g);
+  const key = `${g.fen}|${from}`;
+  if (app.premoveCache && app.premoveCache.key === key) return app.premoveCache.dests;
+  const pos = publicPos(g);
+  const piece = pos.board[from];
+  let dests = [];
+  if (piece && piece.color === mine) {
+    const asMine = { ...pos, turn: mine, ep: -1 };
+    const found = new Set(legalMoves(asMine).filter((m) => m.from === from).map((m) => m.to));
+    for (let sq = 0; sq < 64; sq++) {
+      const p = pos.board[sq];
+      if (sq === from || found.has(sq) || (p && (p.color !== mine || p.role === 'k'))) continue;
+      const board = pos.board.slice();
+      board[sq] = { color: mine === 'w' ? 'b' : 'w', role: 'n', hidden: false };
+      if (legalMoves({ ...asMine, board }).some((m) => m.from === from && m.to === sq)) found.add(sq);
+    }
+    dests = [...found];
+  }
+  app.premoveCache = { key, dests };
+  return dests;
+}
+
+function cancelPremove(id) {
+  if (!app.premoves.delete(id)) return false;
+  if (currentGameId() === id) renderGame();
+  return true;
+}
+
+/** Plays the queued premove the instant it is this seat's turn, if still legal from its view. */
+function tryPremove(g) {
+  const pm = app.premoves.get(g.id);
+  if (!pm || g.status !== 'playing' || g.turn !== g.seat || g.pendingPromotion) return;
+  app.premoves.delete(g.id);
+  const pos = publicPos(g);
+  const moves = legalMoves(pos).filter((m) => m.from === pm.from && m.to === pm.to);
+  if (!moves.length) {
+    setNotice(t('premoveDropped'));
+    return;
+  }
+  sendMove(g, moveText(g, pos, moves.find((m) => m.promotion === 'q') || moves[0]));
+}
+
+/** The UCI to send for a move (a hidden piece reaching the last rank: the advance choice, if made). */
+function moveText(g, pos, m) {
+  const piece = pos.board[m.from];
+  const last = pos.turn === 'w' ? 7 : 0;
+  const advance = store.get('advance', 'ask');
+  return uciOf(m) + (piece.hidden && !m.promotion && rankOf(m.to) === last && advance !== 'ask' ? advance : '');
+}
+
 function bindGame(g) {
+  const n = g.moves.length;
+  const at = () => viewOf(g.id).ply ?? n;
+  const on = (sel, fn) => {
+    const el = $(sel);
+    if (el) el.onclick = fn;
+  };
+  on('#step-first', () => stepTo(g, 0));
+  on('#step-prev', () => stepTo(g, at() - 1));
+  on('#step-next', () => stepTo(g, at() + 1));
+  on('#step-last', () => stepTo(g, n));
+  on('#back-live', () => stepTo(g, n));
+  on('#flip', () => flip(g));
+  on('#mute', () => {
+    setMuted(!muted());
+    renderGame();
+  });
+  for (const td of document.querySelectorAll('.moves td[data-ply]')) td.onclick = () => stepTo(g, Number(td.dataset.ply));
+  const looks = $('#looks');
+  if (looks) looks.ontoggle = () => (app.looksOpen = looks.open);
+  const boardLook = $('#board-look');
+  if (boardLook) boardLook.onchange = () => chooseLook('theme', boardLook.value);
+  const pieceSet = $('#piece-set');
+  if (pieceSet) pieceSet.onchange = () => chooseLook('pieces', pieceSet.value);
   for (const b of document.querySelectorAll('[data-act]')) {
     b.onclick = async () => {
       const act = b.dataset.act;
@@ -795,13 +1007,8 @@ function attemptMove(g, from, to) {
     bindGame(g);
     return;
   }
-  let text = uciOf(moves[0]);
-  // A hidden piece reaching the last rank might be a pawn: send the advance choice.
-  const piece = pos.board[from];
-  const last = pos.turn === 'w' ? 7 : 0;
-  const advance = store.get('advance', 'ask');
-  if (piece.hidden && rankOf(to) === last && advance !== 'ask') text += advance;
-  sendMove(g, text);
+  // A hidden piece reaching the last rank might be a pawn: the advance choice goes with it.
+  sendMove(g, moveText(g, pos, moves[0]));
 }
 
 /** Sends a move as the screen shows the game (its version as `expected_version`). */
@@ -843,16 +1050,32 @@ function rematchPart(g) {
 function resultDialog(g) {
   let layout = '';
   if (g.shuffle) {
-    // The initial layout, drawn as a start position of true identities.
+    // The initial layout, drawn as the start position it was on a small board (the game's
+    // own board shows every piece still hidden turned over, too).
     const [w, b] = g.shuffle.layout.split('/');
-    const wSq = ['a1', 'b1', 'c1', 'd1', 'f1', 'g1', 'h1', 'a2', 'b2', 'c2', 'd2', 'e2', 'f2', 'g2', 'h2'];
-    const bSq = ['a8', 'b8', 'c8', 'd8', 'f8', 'g8', 'h8', 'a7', 'b7', 'c7', 'd7', 'e7', 'f7', 'g7', 'h7'];
-    const cell = (sq, ch, color) => `<span class="lay" data-square="${sq}">${pieceIcon(color, ch.toLowerCase(), 22)}<small>${sq}</small></span>`;
-    layout = `<h3>${t('revealedLayout')}</h3><div class="layout">${[...b].map((c, i) => cell(bSq[i], c, 'b')).join('')}</div><div class="layout">${[...w].map((c, i) => cell(wSq[i], c, 'w')).join('')}</div>
+    const { w: wSq, b: bSq } = LAYOUT_SQUARES;
+    const flipped = g.seat === 'black';
+    const at = (name) => {
+      const sq = parseSquare(name);
+      const f = flipped ? 7 - (sq & 7) : sq & 7;
+      const r = flipped ? sq >> 3 : 7 - (sq >> 3);
+      return [f * 100, r * 100];
+    };
+    let squares = '';
+    for (let sq = 0; sq < 64; sq++) {
+      const [x, y] = at(squareName(sq));
+      squares += `<rect class="${((sq & 7) + (sq >> 3)) % 2 ? 'light' : 'dark'}" x="${x}" y="${y}" width="100" height="100"/>`;
+    }
+    const cell = (sq, ch, color) => {
+      const [x, y] = at(sq);
+      return `<g class="lay" data-square="${sq}" data-layout="${color}${ch.toLowerCase()}">${pieceSvg({ color, role: ch.toLowerCase() }, x, y, 100)}</g>`;
+    };
+    const kings = ['e1', 'e8'].map((sq) => pieceSvg({ color: sq === 'e1' ? 'w' : 'b', role: 'k' }, ...at(sq), 100)).join('');
+    layout = `<h3>${t('revealedLayout')}</h3><svg class="layout-board" viewBox="0 0 800 800" role="img" aria-label="${t('revealedLayout')}">${squares}${[...b].map((c, i) => cell(bSq[i], c, 'b')).join('')}${[...w].map((c, i) => cell(wSq[i], c, 'w')).join('')}${kings}</svg>
       <p><button type="button" id="verify">${t('verifyShuffle')}</button> <span id="verify-result" role="status" class="${app.verified?.id === g.id ? (app.verified.ok ? 'ok' : 'error') : ''}">${app.verified?.id === g.id ? t(app.verified.ok ? 'shuffleVerified' : 'shuffleMismatch') : ''}</span></p>`;
   }
   return `<div class="dialog result" id="result" role="dialog" aria-modal="true" aria-labelledby="result-title">
-    <div class="card"><h2 id="result-title">${esc(outcomeText(g.outcome))}</h2>${layout}${rematchPart(g)}
+    <div class="card"><h2 id="result-title">${esc(personalOutcome(g))}</h2>${myColor(g) ? `<p id="result-detail">${esc(outcomeText(g.outcome))}</p>` : ''}${layout}${rematchPart(g)}
     <p class="row"><a href="#/record/${g.id}">${t('viewRecord')}</a> <a href="#/">${t('backToLobby')}</a> <button type="button" id="close-result">${t('close')}</button></p></div></div>`;
 }
 
@@ -866,9 +1089,14 @@ setInterval(() => {
   const g = app.games.get(currentGameId());
   if (!g || !g.clocks) return;
   for (const side of ['white', 'black']) {
+    const ms = clockMs(g, side);
+    // My own clock running low: one warning a game.
+    if (side === g.seat && g.status === 'playing' && g.clocks.running === side && ms < 20000 && !app.lowWarned.has(g.id)) {
+      app.lowWarned.add(g.id);
+      playSound('lowtime');
+    }
     const el = document.querySelector(`[data-clock="${side}"]`);
     if (!el) continue;
-    const ms = clockMs(g, side);
     el.textContent = fmtClock(ms);
     el.classList.toggle('low', ms < 20000);
   }
@@ -1010,6 +1238,25 @@ function start() {
     app.pendingJoin = join[1].toUpperCase();
     history.replaceState(null, '', '/');
   }
+  // The game screen's keys: f flips the board, ← → step through the moves (Home, End: the
+  // start, the live position), Escape cancels a premove.
+  document.addEventListener('keydown', (e) => {
+    const g = app.games.get(currentGameId());
+    if (!g || e.ctrlKey || e.metaKey || e.altKey || !$('#main.game-screen')) return;
+    if (e.target && e.target.closest && e.target.closest('input, select, textarea')) return;
+    const ply = viewOf(g.id).ply ?? g.moves.length;
+    if (e.key === 'Escape') {
+      if (cancelPremove(g.id)) e.preventDefault();
+      return;
+    }
+    if (e.key === 'f' || e.key === 'F') flip(g);
+    else if (e.key === 'ArrowLeft') stepTo(g, ply - 1);
+    else if (e.key === 'ArrowRight') stepTo(g, ply + 1);
+    else if (e.key === 'Home') stepTo(g, 0);
+    else if (e.key === 'End') stepTo(g, g.moves.length);
+    else return;
+    e.preventDefault();
+  });
   window.addEventListener('hashchange', () => {
     app.notice = null;
     render();
