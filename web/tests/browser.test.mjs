@@ -560,6 +560,31 @@ test('a lobby choice made on a form the lobby has since drawn again stands', { s
   await me.context.close();
 });
 
+test('a form drawn again before a choice landed sends the choice, not its own stale fields', { skip: SKIP || false }, async () => {
+  // The other half of that race (a CI failure: hidden 10+0 picked, standard 10+0 sought):
+  // the lobby is drawn again, then the pick lands on the form it replaced; the form on
+  // screen, drawn before the pick, still shows the old variant when it is submitted.
+  const me = await player();
+  await enterAsGuest(me.page);
+  await me.page.evaluate(() => {
+    const before = document.querySelector('#seek select[name=variant]');
+    document.querySelector('#dark').click(); // drawn again: `before` is detached
+    before.value = 'hidden';
+    before.dispatchEvent(new Event('change', { bubbles: true }));
+    const pool = document.querySelector('#seek select[name=pool]');
+    pool.value = '10+0';
+    pool.dispatchEvent(new Event('change', { bubbles: true }));
+  });
+  assert.equal(await me.page.inputValue('#seek select[name=variant]'), 'standard', 'the form on screen is stale');
+  await me.page.click('#seek button[type=submit]');
+  await me.page.waitForSelector('.seeking', { timeout: WAIT });
+  const seeking = me.received.find((f) => f.type === 'seeking');
+  assert.deepEqual(seeking.pools, [{ variant: 'hidden', clock: { minutes: 10, increment: 0 }, rated: false }]);
+  await me.page.click('#cancel-seek');
+  await me.page.waitForSelector('.seeking', { state: 'detached', timeout: WAIT });
+  await me.context.close();
+});
+
 test('atomic against the computer: an explosion, and an undo', { skip: SKIP || false }, async (t) => {
   const me = await player();
   await enterAsGuest(me.page);

@@ -517,12 +517,16 @@ function lobbyScreen() {
 }
 
 function bindLobby() {
+  // Each form sends the recorded choices, not its own fields: the form submitted may have
+  // been drawn again after a choice made on the one before it (the lobby redrawn by a
+  // `status` while the player picked), and would show the older value.
+  const asGuest = () => !!app.player?.guest;
   $('#create').onsubmit = async (e) => {
     e.preventDefault();
-    const f = e.target;
-    const minutes = Number(f.minutes.value);
-    const message = { type: 'create_board', variant: f.variant.value, color: f.color.value, rated: f.rated.checked };
-    if (minutes > 0) message.clock = { minutes, increment: Number(f.increment.value) };
+    const c = createChoice;
+    const minutes = Number(c.minutes) || 0;
+    const message = { type: 'create_board', variant: c.variant, color: c.color, rated: !asGuest() && !!c.rated };
+    if (minutes > 0) message.clock = { minutes, increment: Number(c.increment) || 0 };
     const answer = await app.conn.send(message);
     if (answer.type === 'board_created') {
       app.boards.set(answer.game_id, { code: answer.code, invite: answer.invite });
@@ -556,10 +560,10 @@ function bindLobby() {
   remember($('#create'), createChoice);
   $('#computer').onsubmit = async (e) => {
     e.preventDefault();
-    const f = e.target;
-    const message = { type: 'play_computer', variant: f.variant.value, level: f.level.value, color: f.color.value };
-    if (f.clock.value !== 'none') {
-      const [minutes, increment] = f.clock.value.split('+').map(Number);
+    const c = computerChoice;
+    const message = { type: 'play_computer', variant: c.variant, level: c.level, color: c.color };
+    if (c.clock !== 'none') {
+      const [minutes, increment] = c.clock.split('+').map(Number);
       message.clock = { minutes, increment };
     }
     const answer = await app.conn.send(message);
@@ -568,11 +572,11 @@ function bindLobby() {
   };
   $('#seek').onsubmit = async (e) => {
     e.preventDefault();
-    const f = e.target;
-    const [minutes, increment] = f.pool.value.split('+').map(Number);
+    const c = seekChoice;
+    const [minutes, increment] = c.pool.split('+').map(Number);
     // A pool as docs/protocol.md names it: variant × clock × rated. The `seeking` answer
     // (handled with every frame) shows the wait.
-    const pool = { variant: f.variant.value, clock: { minutes, increment }, rated: f.rated.checked };
+    const pool = { variant: c.variant, clock: { minutes, increment }, rated: !asGuest() && !!c.rated };
     const answer = await app.conn.send({ type: 'seek', pools: [pool] });
     if (answer.type === 'error' && !currentGameId()) {
       // `already_matched`: the `matched` notice follows and opens the game.
