@@ -1152,6 +1152,7 @@ impl<A: Accounts> Connection<A> {
         if game_id.parse::<GameId>().is_err() {
             return self.error(id, Some(&game_id), ErrorCode::GameNotFound, "no such game");
         }
+        let is_move = matches!(action, A::Move(_) | A::Promote(_));
         let request = pb::ActRequest {
             game_id: game_id.clone(),
             player_id: player.id.clone(),
@@ -1159,7 +1160,6 @@ impl<A: Accounts> Connection<A> {
             expected_version,
             action: Some(action),
         };
-        let is_move = matches!(action, A::Move(_) | A::Promote(_));
         let started = std::time::Instant::now();
         let mut sessions = self.state.sessions.clone();
         // While the action is in flight, the game's live frames wait for its answer: the
