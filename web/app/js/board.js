@@ -169,7 +169,7 @@ export class BoardView {
       ghost = pieceSvg(p, this.drag.x - 50, this.drag.y - 50, S, 'class="ghost"');
     }
     const look = document.documentElement.dataset.theme;
-    this.el.innerHTML = `<svg class="board-svg look-${look}" viewBox="0 0 800 800" role="grid" aria-label="${t('board')}">${squares}${texture(look)}${coords.join('')}<g class="pieces">${pieces}</g>${booms}${ghost}</svg>`;
+    this.el.innerHTML = `<svg class="board-svg look-${look}" viewBox="0 0 800 800" role="group" aria-label="${t('board')}">${squares}${texture(look)}${coords.join('')}<g class="pieces">${pieces}</g>${booms}${ghost}</svg>`;
     if (slide) this.slideOn(o.anim, slide);
   }
 
