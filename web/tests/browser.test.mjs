@@ -6,8 +6,10 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { existsSync, mkdirSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
+import { createRequire } from 'node:module';
+import { LANGS } from '../app/js/i18n.js';
 
 const HERE = fileURLToPath(new URL('.', import.meta.url));
 const SHOTS = `${HERE}out/screenshots/`;
@@ -985,4 +987,83 @@ test('seven board looks and seven piece sets, chosen mid-game from the settings 
   await shot(w, '23-marble-pixel');
   await white.context.close();
   await black.context.close();
+});
+
+// ---------------------------------------------------------------- accessibility (issue 25)
+
+const AXE = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
+
+/**
+ * axe-core on the page as it stands: every violation of impact serious or critical, as
+ * "rule (impact): targets" lines (printed, and returned for the assertion).
+ */
+async function axeViolations(page, where) {
+  if (!(await page.evaluate(() => !!window.axe))) await page.addScriptTag({ content: AXE });
+  const violations = await page.evaluate(async () => {
+    const r = await window.axe.run(document, { resultTypes: ['violations'] });
+    return r.violations.map((v) => ({ id: v.id, impact: v.impact, help: v.help, targets: v.nodes.map((n) => n.target.join(' ')) }));
+  });
+  const bad = violations.filter((v) => v.impact === 'serious' || v.impact === 'critical');
+  for (const v of bad) console.log(`axe ${where}: ${v.id} (${v.impact}) ${v.help}: ${v.targets.join(', ')}`);
+  return bad.map((v) => `${where}: ${v.id} (${v.impact}): ${v.targets.join(', ')}`);
+}
+
+/**
+ * Each of the five languages chosen as a player does (the header's menu), in the light and
+ * the dark scheme (the header's switch), axe on each; back to English, light. `modal`: a
+ * dialog covers the header (as it should), so its switch gets its click event directly.
+ */
+async function axeInEveryLanguage(page, where, found, { modal = false } = {}) {
+  const darkSwitch = () => (modal ? page.dispatchEvent('#dark', 'click') : page.click('#dark'));
+  for (const dark of [false, true]) {
+    if ((await page.getAttribute('#dark', 'aria-pressed')) !== String(dark)) await darkSwitch();
+    await page.waitForFunction((d) => document.documentElement.classList.contains('dark') === d, dark);
+    for (const [code] of LANGS) {
+      await page.selectOption('#lang', code);
+      await page.waitForFunction((c) => document.documentElement.lang === c, code);
+      // Past any move's animation: the page as it stays.
+      await new Promise((r) => setTimeout(r, 300));
+      found.push(...(await axeViolations(page, `${where} [${code}${dark ? ', dark' : ''}]`)));
+    }
+  }
+  await darkSwitch();
+  await page.selectOption('#lang', 'en');
+  await page.waitForFunction(() => document.documentElement.lang === 'en' && !document.documentElement.classList.contains('dark'));
+}
+
+test('accessibility: axe-core finds no serious or critical violation on the entry, the lobby, a game, the result dialog, the dashboard and a game record, in all five languages, light and dark', { skip: SKIP || false }, async () => {
+  const suffix = Math.random().toString(36).slice(2, 7);
+  const found = [];
+  const white = await player();
+  const black = await player();
+  await axeInEveryLanguage(white.page, 'enter', found);
+  await register(white.page, `axew${suffix}`);
+  await register(black.page, `axeb${suffix}`);
+  const w = white.page;
+  await w.waitForSelector('#create');
+  await axeInEveryLanguage(w, 'lobby', found);
+  const { code } = await createBoard(w, { variant: 'hidden' });
+  await joinByCode(black.page, code);
+  await w.waitForFunction(() => [...window.frontier.games.values()].some((g) => g.status === 'playing'), null, { timeout: WAIT });
+  // A hidden game in progress: reveals, a private capture.
+  const line = ['e2e4', 'e7e5', 'f1c4', 'd8h4', 'c4f7', 'e8f7', 'h2h3', 'f8c5', 'a2a3'];
+  for (const [i, uci] of line.entries()) {
+    const [mover, other] = i % 2 === 0 ? [w, black.page] : [black.page, w];
+    await clickMove(mover, other, uci);
+  }
+  await axeInEveryLanguage(w, 'game', found);
+  // 6... Qxf2#: the result dialog (with the revealed layout and the rematch offer).
+  await clickMove(black.page, w, 'h4f2');
+  await w.waitForSelector('#result', { timeout: WAIT });
+  await axeInEveryLanguage(w, 'result dialog', found, { modal: true });
+  await w.click('#close-result');
+  await w.click('a[data-nav=dashboard]');
+  await w.waitForSelector('#main.dashboard table', { timeout: WAIT });
+  await axeInEveryLanguage(w, 'dashboard', found);
+  await w.click('.games a');
+  await w.waitForSelector('#main.record #board svg', { timeout: WAIT });
+  await axeInEveryLanguage(w, 'game record', found);
+  await white.context.close();
+  await black.context.close();
+  assert.deepEqual(found, [], `axe-core: ${found.length} serious or critical violations`);
 });
