@@ -6,9 +6,10 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { existsSync, mkdirSync, readFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, readdirSync, statSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { createRequire } from 'node:module';
+import { gzipSync } from 'node:zlib';
 import { LANGS } from '../app/js/i18n.js';
 
 const HERE = fileURLToPath(new URL('.', import.meta.url));
@@ -1066,4 +1067,51 @@ test('accessibility: axe-core finds no serious or critical violation on the entr
   await white.context.close();
   await black.context.close();
   assert.deepEqual(found, [], `axe-core: ${found.length} serious or critical violations`);
+});
+
+// ---------------------------------------------------------------- performance (issue 25)
+
+test('performance: the client\'s shipped size (raw and gzip), and a move\'s time from the server\'s frame to the board drawn (p95 over 60 moves, 2D)', { skip: SKIP || false }, async () => {
+  // The files the gateway embeds and serves: everything under web/app/.
+  const APP = `${HERE}../app/`;
+  const files = [];
+  const walk = (dir) => {
+    for (const name of readdirSync(dir)) {
+      const path = dir + name;
+      if (statSync(path).isDirectory()) walk(path + '/');
+      else files.push(path);
+    }
+  };
+  walk(APP);
+  let raw = 0;
+  let gz = 0;
+  for (const f of files) {
+    const bytes = readFileSync(f);
+    raw += bytes.length;
+    gz += gzipSync(bytes, { level: 9 }).length;
+  }
+  console.log(`web client: ${files.length} files, ${raw} bytes raw (${(raw / 1024).toFixed(1)} KiB), ${gz} bytes gzip -9 per file (${(gz / 1024).toFixed(1)} KiB)`);
+  assert.ok(raw > 0 && gz > 0);
+
+  // 60 plies of a standard game (a fixed line without repetition, check or promotion
+  // that ends it), by clicks; White's page times each move's frame to its board drawn.
+  const line = ['d2d4', 'c7c5', 'b2b3', 'g8f6', 'e2e4', 'e7e6', 'h2h3', 'f8e7', 'b1a3', 'e8g8', 'd1d2', 'f6e4', 'd4c5', 'e4g3', 'd2e2',
+    'g3h5', 'c1e3', 'g7g5', 'h3h4', 'd8c7', 'a3b1', 'h5g3', 'e2d1', 'c7f4', 'd1d5', 'b8a6', 'e1d2', 'e7c5', 'f1a6', 'g3h1', 'd5e6',
+    'b7a6', 'e6f5', 'h7h6', 'f5h7', 'g8h7', 'b1c3', 'f4e5', 'a1f1', 'a6a5', 'd2c1', 'e5e8', 'e3f4', 'g5g4', 'f4c7', 'h7g8', 'g1h3',
+    'd7d6', 'c3d1', 'f7f5', 'f1h1', 'e8a4', 'b3b4', 'c5d4', 'b4b5', 'd6d5', 'c2c4', 'd5c4', 'h1f1', 'a4b5'];
+  const { white, black } = await twoPlayers({ variant: 'standard' });
+  const w = white.page;
+  await w.evaluate(() => (window.frontier.perf.moveDrawn.length = 0));
+  for (const [i, uci] of line.entries()) {
+    const [mover, other] = i % 2 === 0 ? [w, black.page] : [black.page, w];
+    await clickMove(mover, other, uci);
+  }
+  await w.waitForFunction((n) => window.frontier.perf.moveDrawn.length >= n, line.length, { timeout: WAIT });
+  const samples = await w.evaluate(() => window.frontier.perf.moveDrawn.slice());
+  assert.ok(samples.length >= 50, `${samples.length} samples`);
+  const sorted = samples.slice().sort((a, b) => a - b);
+  const at = (q) => sorted[Math.min(sorted.length - 1, Math.ceil(q * sorted.length) - 1)];
+  console.log(`a move, frame received → board drawn (next animation frame), 2D, ${samples.length} moves: median ${at(0.5).toFixed(1)} ms, p95 ${at(0.95).toFixed(1)} ms, max ${sorted[sorted.length - 1].toFixed(1)} ms`);
+  await white.context.close();
+  await black.context.close();
 });

@@ -64,6 +64,10 @@ const app = {
   seek: null,
   // Every frame received, for the tests' check that the client shows nothing it was not sent.
   frames: [],
+  // A move's time on screen (ms, performance.now()): from the server's event frame reaching
+  // the frame handler to the first animation frame after the board was drawn for it (the
+  // last 500 moves of the game on screen; read by the browser test's measure).
+  perf: { moveDrawn: [] },
 };
 window.frontier = app;
 
@@ -166,6 +170,7 @@ function noteClock(clocks, receivedAt) {
 }
 
 function onFrame(frame) {
+  const received = performance.now();
   const now = Date.now();
   app.frames.push(frame);
   switch (frame.type) {
@@ -225,7 +230,16 @@ function onFrame(frame) {
         app.boards.delete(frame.game_id);
         saveBoards();
       }
-      if (currentGameId() === frame.game_id) renderGame();
+      if (currentGameId() === frame.game_id) {
+        renderGame();
+        if (e.kind === 'move') {
+          requestAnimationFrame(() => {
+            const samples = app.perf.moveDrawn;
+            samples.push(performance.now() - received);
+            if (samples.length > 500) samples.shift();
+          });
+        }
+      }
       break;
     }
     case 'error':
