@@ -79,6 +79,14 @@ async fn play_out(
                 v["type"] == "error" || (v["type"] == "event" && v["game_id"] == game)
             })
             .await?;
+        // Faster than a person (the bot answers in milliseconds), the client may outrun the
+        // connection's message rate: as a client should, it waits as told and sends again
+        // (the refused message changed nothing).
+        if frame["type"] == "error" && frame["code"] == "rate_limited" {
+            let wait = frame["retry_after_ms"].as_u64().unwrap_or(50);
+            tokio::time::sleep(std::time::Duration::from_millis(wait)).await;
+            continue;
+        }
         anyhow::ensure!(frame["type"] == "event", "refused: {frame}");
         if !frame["outcome"].is_null() {
             return Ok((frame, bot));
