@@ -158,6 +158,10 @@ pub async fn build(config: &Config) -> anyhow::Result<Service> {
             .context("connecting to Redis")?,
         ns.clone(),
     );
+    store
+        .check_layout()
+        .await
+        .context("checking the key layout in Redis")?;
     let bus =
         NatsBus::connect_replicated(&config.nats.nats_url, ns, config.nats.nats_stream_replicas)
             .await

@@ -11,6 +11,27 @@ use bytes::Bytes;
 use frontier_platform::deadlines::{self, MemoryDeadlines, RedisDeadlines};
 use frontier_platform::{GameId, Namespace, RedisConn, Shard};
 
+/// The layout of game-session's keys in Redis (which keys hold a game, its log, the
+/// outboxes, deadlines, rematches). Raise it with any change of key names or types, with a
+/// migration from the older layouts in [`RedisStore::check_layout`].
+pub const KEY_LAYOUT: u32 = 1;
+
+/// Why game-session will not start on this Redis.
+#[derive(Debug, thiserror::Error)]
+pub enum LayoutError {
+    /// Redis could not be asked.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// Stamped by a newer version: its keys are not this version's to use.
+    #[error(
+        "Redis holds game-session's key layout {0}, newer than this version's: upgrade this instance"
+    )]
+    Newer(u32),
+    /// The stamp is not a number.
+    #[error("Redis holds an unreadable key-layout stamp `{0}`")]
+    Unreadable(String),
+}
+
 /// A storage failure (the backend is down or answered nonsense).
 #[derive(Debug, thiserror::Error)]
 #[error("game store: {0}")]
@@ -305,6 +326,42 @@ impl RedisStore {
     /// The Redis connection (for readiness checks).
     pub fn connection(&self) -> RedisConn {
         self.conn.clone()
+    }
+
+    /// `<prefix>:storage-layout`: the version of the layout of game-session's keys in this
+    /// Redis ([`KEY_LAYOUT`]), stamped by the first instance that starts on it.
+    pub fn layout_key(&self) -> String {
+        format!("{}:storage-layout", self.ns.prefix())
+    }
+
+    /// Checks the key layout this Redis holds before anything is served: a fresh Redis is
+    /// stamped with [`KEY_LAYOUT`]; one stamped by a newer version (whose keys this
+    /// version would not find, or would write beside) is refused, so a rolling upgrade
+    /// that changes the layout can never lose live games to an old instance. A version
+    /// that changes the layout migrates older stamps here, before it serves.
+    pub async fn check_layout(&self) -> Result<u32, LayoutError> {
+        let mut conn = self.conn.clone();
+        let key = self.layout_key();
+        let _: redis::Value = redis::cmd("SET")
+            .arg(&key)
+            .arg(KEY_LAYOUT)
+            .arg("NX")
+            .query_async(&mut conn)
+            .await
+            .map_err(StoreError::from)?;
+        let stamped: Option<String> = redis::cmd("GET")
+            .arg(&key)
+            .query_async(&mut conn)
+            .await
+            .map_err(StoreError::from)?;
+        let stamped = stamped
+            .as_deref()
+            .and_then(|v| v.parse::<u32>().ok())
+            .ok_or_else(|| LayoutError::Unreadable(stamped.clone().unwrap_or_default()))?;
+        if stamped > KEY_LAYOUT {
+            return Err(LayoutError::Newer(stamped));
+        }
+        Ok(stamped)
     }
 
     /// A game's rematch offer: a hash (`by`, `state` offered/accepted, `new` game id)

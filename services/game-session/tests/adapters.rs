@@ -363,3 +363,48 @@ async fn identities_travel_only_on_the_entitled_subject_and_finished_games_reach
     assert!(svc.store().outbox().await.expect("outbox").is_empty());
     drop_stream(&ns).await;
 }
+
+/// The key layout in Redis is stamped by the first instance and checked by every one: a
+/// fresh Redis gets this version's layout, the same layout passes, and a Redis stamped by
+/// a newer version is refused at start (an old instance never reads or writes beside keys
+/// it does not know) — and so is `game-session` itself, built on it.
+#[tokio::test]
+async fn the_key_layout_is_stamped_and_a_newer_one_refuses_to_start() {
+    use clap::Parser as _;
+    use frontier_game_session::store::{KEY_LAYOUT, LayoutError};
+    let ns = Namespace::new(&frontier_testkit::unique_namespace()).expect("namespace");
+    let store = RedisStore::connect(&frontier_testkit::redis_url(), ns.clone())
+        .await
+        .expect("Redis answers");
+    assert_eq!(store.check_layout().await.expect("fresh"), KEY_LAYOUT);
+    assert_eq!(store.check_layout().await.expect("the same"), KEY_LAYOUT);
+    let mut conn = store.connection();
+    let _: () = redis::cmd("SET")
+        .arg(store.layout_key())
+        .arg(KEY_LAYOUT + 1)
+        .query_async(&mut conn)
+        .await
+        .expect("set");
+    assert!(matches!(
+        store.check_layout().await,
+        Err(LayoutError::Newer(n)) if n == KEY_LAYOUT + 1
+    ));
+    let config = frontier_game_session::Config::try_parse_from([
+        "game-session",
+        "--redis-url",
+        &frontier_testkit::redis_url(),
+        "--nats-url",
+        &frontier_testkit::nats_url(),
+        "--namespace",
+        ns.prefix(),
+    ])
+    .expect("flags");
+    let refused = frontier_game_session::build(&config)
+        .await
+        .err()
+        .expect("refused to start");
+    assert!(
+        format!("{refused:#}").contains("newer than this version"),
+        "{refused:#}"
+    );
+}
