@@ -948,19 +948,6 @@ async fn remove_streams(namespace: &str) {
     }
 }
 
-fn frontier_bin() -> anyhow::Result<std::path::PathBuf> {
-    if let Ok(bin) = std::env::var("FRONTIER_BIN") {
-        return Ok(bin.into());
-    }
-    let exe = std::env::current_exe()?;
-    // target/<profile>/deps/chaos-… → target/<profile>/frontier
-    Ok(exe
-        .parent()
-        .and_then(|deps| deps.parent())
-        .context("the test binary's folder")?
-        .join("frontier"))
-}
-
 /// The order of a rolling upgrade, as deploy/README.md gives it ("from the inside out"):
 /// rating, game-session, then its callers, the gateway (the clients' edge) last.
 const UPGRADE_ORDER: [Service; 6] = [
@@ -1036,7 +1023,7 @@ async fn under_load(disruption: Disruption) -> anyhow::Result<()> {
     );
     let flags = |s: &[&str]| s.iter().map(|f| (*f).to_owned()).collect::<Vec<_>>();
     let rig = Rig::start(RigConfig {
-        bin: frontier_bin()?,
+        bin: frontier_testkit::frontier_bin(),
         instances: 2,
         redis_url: frontier_testkit::redis_url(),
         nats_url: frontier_testkit::nats_url(),

@@ -118,11 +118,14 @@ pub async fn nats_round_trip(client: &async_nats::Client) {
 }
 
 /// The one `frontier` binary of this build (`frontier <service>` starts a service), for
-/// tests that run a service as a process of its own (to SIGKILL it). It sits next to the
-/// test's own `deps` folder; `cargo test --workspace` (`make test`) builds it with the
-/// features the tests turn on (the test hooks). Running one crate's tests alone needs it
-/// built first: `cargo build -p frontier --features test-hooks`.
+/// tests that run a service as a process of its own (to SIGKILL it): `FRONTIER_BIN` if set,
+/// else the one next to the test's own `deps` folder; `cargo test --workspace` (`make
+/// test`) builds it with the features the tests turn on (the test hooks). Running one
+/// crate's tests alone needs it built first: `cargo build -p frontier --features test-hooks`.
 pub fn frontier_bin() -> std::path::PathBuf {
+    if let Some(bin) = std::env::var_os("FRONTIER_BIN") {
+        return bin.into();
+    }
     let exe = std::env::current_exe().expect("the test's own path");
     let profile = exe
         .parent()

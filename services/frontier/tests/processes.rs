@@ -195,6 +195,15 @@ impl Platform {
         self.pid_of("gateway", i)
     }
 
+    /// The admin address of the first instance of `service`.
+    fn admin_of(&self, service: &str) -> anyhow::Result<SocketAddr> {
+        self.admin
+            .iter()
+            .find(|(s, _)| *s == service)
+            .map(|(_, a)| *a)
+            .context("admin address")
+    }
+
     fn pid_of(&self, name: &str, i: usize) -> u32 {
         self.procs
             .iter()
@@ -410,23 +419,19 @@ async fn every_service_answers_metrics_health_and_readiness() -> anyhow::Result<
     let scrapes = std::env::temp_dir().join(format!("frontier-scrapes-{}", p.namespace));
     std::fs::create_dir_all(&scrapes)?;
     for (service, names) in expected {
-        let (_, admin) = p
-            .admin
-            .iter()
-            .find(|(s, _)| s == service)
-            .context("admin address")?;
+        let admin = p.admin_of(service)?;
         assert_eq!(
-            http(*admin, "GET", "/healthz").await?,
+            http(admin, "GET", "/healthz").await?,
             (200, "ok".to_owned())
         );
-        let (status, ready) = http(*admin, "GET", "/readyz").await?;
+        let (status, ready) = http(admin, "GET", "/readyz").await?;
         assert_eq!(status, 200, "{service}: {ready}");
         let ready: Value = serde_json::from_str(&ready)?;
         assert_eq!(ready["ready"], true, "{service}: {ready}");
         // Gauges refreshed on a period (the clock's once a second) may need a moment.
         let deadline = Instant::now() + WAIT;
         loop {
-            let (status, text) = http(*admin, "GET", "/metrics").await?;
+            let (status, text) = http(admin, "GET", "/metrics").await?;
             assert_eq!(status, 200);
             let missing: Vec<&&str> = names.iter().filter(|n| !text.contains(**n)).collect();
             if missing.is_empty() {
@@ -730,12 +735,8 @@ async fn an_idle_service_exports_process_metrics_and_its_counters_at_zero() -> a
         ),
     ];
     for (service, names) in expected {
-        let (_, admin) = p
-            .admin
-            .iter()
-            .find(|(s, _)| s == service)
-            .context("admin address")?;
-        let (status, text) = http(*admin, "GET", "/metrics").await?;
+        let admin = p.admin_of(service)?;
+        let (status, text) = http(admin, "GET", "/metrics").await?;
         assert_eq!(status, 200);
         for name in names.iter().chain(&[
             "process_cpu_seconds_total ",

@@ -88,9 +88,7 @@ impl MatchmakingLink {
 /// Whether a failed call never reached a live instance, or was cut off by its death: the
 /// call may go to another instance.
 fn unreachable(status: &tonic::Status) -> bool {
-    let cut_off =
-        status.code() == tonic::Code::Unknown && std::error::Error::source(status).is_some();
-    cut_off || status.code() == tonic::Code::Unavailable
+    crate::sessions::cut_off(status) || status.code() == tonic::Code::Unavailable
 }
 
 /// Most pools one `seek` may name (matchmaking refuses more, too).

@@ -25,11 +25,7 @@ impl From<tonic::Status> for Refusal {
                 message: status.message().to_owned(),
             };
         }
-        // A call cut off by the transport (the instance died mid-call: the connection reset)
-        // comes back as `Unknown` with the transport's error as its source; one that the
-        // server sent has no source. The former is a "try again", like `Unavailable`.
-        let cut_off =
-            status.code() == tonic::Code::Unknown && std::error::Error::source(&status).is_some();
+        let cut_off = cut_off(&status);
         if cut_off {
             tracing::warn!(status = %status, "a game-session call was cut off");
         }
@@ -51,6 +47,13 @@ impl From<tonic::Status> for Refusal {
             }
         }
     }
+}
+
+/// Whether a call was cut off by the transport (the instance died mid-call: the connection
+/// reset): it comes back as `Unknown` with the transport's error as its source, where an
+/// `Unknown` the server sent has none. Like `Unavailable`, a "try again".
+pub fn cut_off(status: &tonic::Status) -> bool {
+    status.code() == tonic::Code::Unknown && std::error::Error::source(status).is_some()
 }
 
 /// A balanced client over one or more game-session instances; each request carries the
