@@ -8,6 +8,8 @@
 #                LOAD_ARGS='…' for its flags (frontier-load --help); figures in docs/benchmarks.md
 #   make load-idle  19,000 idle authenticated connections on one gateway (IDLE=N), with a
 #                few games moving: the gateway's RSS per connection
+#   make load-idle-cost  the same connections with nothing moving: each process's CPU per
+#                second per idle connection, Redis and NATS included
 #   make ladder  engine level matches (self-play, SPRT, Stockfish); results in docs/benchmarks.md
 #   make fuzz    60 s of cargo-fuzz on every parser of untrusted input
 #   make run     every service built so far, on fixed loopback ports
@@ -36,7 +38,7 @@ PERFT := $(CARGO) run --quiet --release -p frontier-rules --bin perft --
 IMAGE ?= frontier:dev
 DEPLOY_PY := scripts/deploy-python.sh
 
-.PHONY: all build test lint fmt perft bench load load-idle load-clusters chaos-clusters soak ladder fuzz run dev clean deploy-check k8s scaling-check image image-offline browser-test rig chaos
+.PHONY: all build test lint fmt perft bench load load-idle load-idle-cost load-clusters chaos-clusters soak ladder fuzz run dev clean deploy-check k8s scaling-check image image-offline browser-test rig chaos
 
 all: build
 
@@ -137,6 +139,14 @@ load:
 	mkdir -p $(LOAD_OUT)
 	BENCH_ALL=1 scripts/test-services.sh scripts/bench-live.sh frontier $(RELEASE_BIN)/frontier -- \
 		$(LOAD_ARGS) --json $(LOAD_OUT)/load.json --svg $(LOAD_OUT)/load.svg
+# What an idle authenticated connection costs: IDLE connections held with no game moving;
+# each process's CPU per second per connection (Redis and NATS included) over the minute
+# after they are all open.
+load-idle-cost:
+	$(CARGO) build --release -p frontier -p frontier-integration-tests --bin frontier --bin frontier-load
+	IDLE_CONNECTIONS=$(IDLE) BENCH_WARMUP=$$(( $(IDLE) / 400 + 15 )) scripts/test-services.sh scripts/bench-live.sh frontier $(RELEASE_BIN)/frontier 0 $$(( $(IDLE) / 400 + 75 )) -- \
+		--idle $(IDLE) --idle-rate 400 --source-addrs 4 --idle-after 0
+
 load-idle:
 	$(CARGO) build --release -p frontier -p frontier-integration-tests --bin frontier --bin frontier-load
 	mkdir -p $(LOAD_OUT)

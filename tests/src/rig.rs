@@ -222,8 +222,17 @@ impl Rig {
                             "--public-url".into(),
                             format!("http://{}", listen.expect("a gateway listens")),
                         ]);
+                        // A limit the config sets replaces the generous one (a flag may
+                        // be given once).
+                        let set_here = |flag: &str| {
+                            config.flags.iter().any(|(s, flags)| {
+                                *s == Service::Gateway && flags.iter().any(|f| f == flag)
+                            })
+                        };
                         for (flag, value) in GENEROUS_GATEWAY_LIMITS {
-                            args.extend([(*flag).to_owned(), (*value).to_owned()]);
+                            if !set_here(flag) {
+                                args.extend([(*flag).to_owned(), (*value).to_owned()]);
+                            }
                         }
                     }
                     Service::Clock | Service::BotWorker => {

@@ -52,6 +52,7 @@ async fn a_game_plays_through_in_memory_adapters() -> anyhow::Result<()> {
             .map_err(anyhow::Error::msg)?,
         sessions: frontier_gateway::sessions::connect(&[format!("http://{grpc_addr}")])?,
         hub: Hub::new(Box::new(LocalSource(bus.clone()))),
+        followers: Default::default(),
         notices: {
             let notices = frontier_gateway::notices::PlayerNotices::new(&ns);
             notices.local(&bus, frontier_gateway::notices::LocalKind::Frames);
@@ -206,6 +207,7 @@ async fn the_dashboard_is_served_from_the_rating_service_and_the_gateways_accoun
         // No game is played here: game-session is never called.
         sessions: frontier_gateway::sessions::connect(&["http://127.0.0.1:9".to_owned()])?,
         hub: Hub::new(Box::new(LocalSource(LocalBus::new(16)))),
+        followers: Default::default(),
         notices: frontier_gateway::notices::PlayerNotices::new(
             &Namespace::new("memory").map_err(anyhow::Error::msg)?,
         ),

@@ -687,3 +687,150 @@ async fn guest_expiry_removes_only_old_guests_without_finished_games() -> anyhow
     p.stop().await;
     Ok(())
 }
+
+/// Redis's own time, in ms.
+async fn redis_ms(conn: &mut redis::aio::MultiplexedConnection) -> anyhow::Result<i64> {
+    let (secs, micros): (i64, i64) = redis::cmd("TIME").query_async(conn).await?;
+    Ok(secs * 1000 + micros / 1000)
+}
+
+/// Issue #30: a gateway refreshes its connections' leases and reports its players'
+/// presence in batches. When it is killed (SIGKILL: no goodbye), both lapse as documented:
+/// its connection's slot frees itself when the last lease it wrote runs out (the next
+/// connection of that player is admitted then, not before, and soon after), and the
+/// player's presence record stops where the gateway left it while the other gateway's
+/// player is still reported.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_killed_gateways_leases_and_presence_lapse_as_documented() -> anyhow::Result<()> {
+    use frontier_integration_tests::rig::{Rig, RigConfig, Service};
+    const LEASE_MS: i64 = 3_000;
+    let namespace = frontier_testkit::unique_namespace();
+    let mut rig = Rig::start(RigConfig {
+        bin: frontier_testkit::frontier_bin(),
+        instances: 2,
+        redis_url: frontier_testkit::redis_url(),
+        nats_url: frontier_testkit::nats_url(),
+        database_url: frontier_testkit::fresh_database().await?,
+        namespace: namespace.clone(),
+        jwt_secret: "lapse-test-secret-0123456789abcdefghij".into(),
+        flags: vec![(
+            Service::Gateway,
+            [
+                "--ws-lease",
+                "3s",
+                "--ws-per-player",
+                "1",
+                "--presence-interval",
+                "300ms",
+            ]
+            .iter()
+            .map(|f| (*f).to_owned())
+            .collect(),
+        )],
+        logs: None,
+    })
+    .await?;
+    let gateways = rig.gateways();
+    let (white_token, white_id) = common::guest_token(gateways[0]).await?;
+    let mut white = Client::with_token(gateways[0], "white", &white_token, &white_id).await?;
+    let mut black = Client::guest(gateways[1], "black").await?;
+    let game: frontier_platform::GameId = start_game(&mut white, &mut black, "standard", "white")
+        .await?
+        .parse()
+        .map_err(|e| anyhow::anyhow!("{e:?}"))?;
+    let ns = frontier_platform::Namespace::new(&namespace).map_err(anyhow::Error::msg)?;
+    let redis = redis::Client::open(frontier_testkit::redis_url())?;
+    let mut conn = redis.get_multiplexed_async_connection().await?;
+    let presence = ns.presence_key(&game);
+    let seen = |conn: &mut redis::aio::MultiplexedConnection, seat: &'static str| {
+        let mut conn = conn.clone();
+        let key = presence.clone();
+        async move {
+            let at: Option<i64> = redis::cmd("HGET")
+                .arg(key)
+                .arg(seat)
+                .query_async(&mut conn)
+                .await?;
+            anyhow::Ok(at.unwrap_or(0))
+        }
+    };
+    // Both gateways' ticks report their player, interval after interval.
+    let first = seen(&mut conn, "white").await?;
+    let deadline = tokio::time::Instant::now() + common::WAIT;
+    while seen(&mut conn, "white").await? <= first || seen(&mut conn, "black").await? <= first {
+        anyhow::ensure!(
+            tokio::time::Instant::now() < deadline,
+            "presence is not reported by the ticks"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    // The connection's lease as its gateway last wrote it; then the gateway dies.
+    let slot = ns.connections_key("player", &white_id);
+    let gateway0 = rig
+        .of(Service::Gateway)
+        .next()
+        .context("a gateway instance")?;
+    rig.kill(gateway0)?;
+    let killed_at = redis_ms(&mut conn).await?;
+    let leases: Vec<(String, i64)> = redis::cmd("ZRANGE")
+        .arg(&slot)
+        .arg(0)
+        .arg(-1)
+        .arg("WITHSCORES")
+        .query_async(&mut conn)
+        .await?;
+    let [(_, lease_end)] = leases.as_slice() else {
+        anyhow::bail!("one lease for white's one connection: {leases:?}");
+    };
+    anyhow::ensure!(
+        *lease_end <= killed_at + LEASE_MS,
+        "the last lease written ends within one lease of the kill"
+    );
+    // The other gateway refuses white while that lease runs (every attempt over before its
+    // end is refused) and admits white once it has run out.
+    let mut refused_while_held = 0;
+    loop {
+        let before = redis_ms(&mut conn).await?;
+        let attempt = Client::with_token(gateways[1], "white again", &white_token, &white_id).await;
+        let after = redis_ms(&mut conn).await?;
+        match attempt {
+            Ok(_client) => {
+                anyhow::ensure!(
+                    after >= *lease_end,
+                    "admitted by {after}, before the dead lease's end {lease_end}"
+                );
+                break;
+            }
+            Err(e) => {
+                if after < *lease_end {
+                    refused_while_held += 1;
+                }
+                anyhow::ensure!(
+                    before < lease_end + 10_000,
+                    "white's dead slot outlived its lease by 10 s: {e:#}"
+                );
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+        }
+    }
+    anyhow::ensure!(
+        refused_while_held > 0,
+        "the slot was seen held after the kill"
+    );
+    // White's presence stopped with its gateway; black's goes on.
+    let deadline = tokio::time::Instant::now() + common::WAIT;
+    while seen(&mut conn, "black").await? <= killed_at {
+        anyhow::ensure!(
+            tokio::time::Instant::now() < deadline,
+            "black's presence is no longer reported"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let white_seen = seen(&mut conn, "white").await?;
+    anyhow::ensure!(
+        white_seen <= killed_at,
+        "white's presence was reported at {white_seen}, after its gateway died at {killed_at}"
+    );
+    rig.stop();
+    Ok(())
+}

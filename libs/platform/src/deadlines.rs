@@ -31,7 +31,9 @@ pub fn schedule_lua(key: &str, at: &str, member: &str) -> String {
 }
 
 /// Claims due deadlines of one shard: KEYS deadlines, claimed (the same shard's); ARGV now, lease ms, limit. Returns
-/// member/deadline pairs (deadline 0 for a re-claimed stale claim).
+/// member/deadline pairs (deadline 0 for a re-claimed stale claim), then, if anything is
+/// left in the shard, an empty member with the earliest score left (a deadline, or the end
+/// of a claim's lease): when the clock should look again.
 pub const CLAIM_SCRIPT: &str = r#"
 local now = tonumber(ARGV[1])
 local lease_end = now + tonumber(ARGV[2])
@@ -48,6 +50,15 @@ for i = 1, #due, 2 do
   redis.call('ZADD', KEYS[2], lease_end, due[i])
   table.insert(out, due[i])
   table.insert(out, due[i + 1])
+end
+local next = nil
+for k = 1, 2 do
+  local first = redis.call('ZRANGE', KEYS[k], 0, 0, 'WITHSCORES')
+  if #first == 2 and (next == nil or tonumber(first[2]) < tonumber(next)) then next = first[2] end
+end
+if next ~= nil then
+  table.insert(out, '')
+  table.insert(out, next)
 end
 return out
 "#;
@@ -80,18 +91,68 @@ for k = 1, #KEYS, 2 do
     end
   end
 end
+local next = nil
+for k = 1, #KEYS do
+  local first = redis.call('ZRANGE', KEYS[k], 0, 0, 'WITHSCORES')
+  if #first == 2 and (next == nil or tonumber(first[2]) < tonumber(next)) then next = first[2] end
+end
+if next ~= nil then
+  table.insert(out, '')
+  table.insert(out, next)
+end
 return out
 "#;
 
-/// A claim script's answer: game/deadline pairs (a game id that does not parse is skipped).
-fn parse_claims(raw: &[String]) -> Vec<(GameId, i64)> {
-    raw.chunks_exact(2)
-        .filter_map(|pair| {
-            let game = pair[0].parse().ok()?;
-            let deadline = pair[1].parse::<f64>().ok()? as i64;
-            Some((game, deadline))
-        })
-        .collect()
+/// What one claim found: the deadlines claimed, and the earliest time anything left (a
+/// deadline, or the end of a claim's lease) falls due.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Claims {
+    /// Games claimed with their deadline (0 for a re-claimed stale claim).
+    pub due: Vec<(GameId, i64)>,
+    /// The earliest time anything left falls due (Unix ms), if anything is left.
+    pub next: Option<i64>,
+}
+
+/// The longest a clock sleeps with nothing due sooner: a deadline written for less than
+/// this ahead is announced to the clocks ([`Nudge`], [`RedisDeadlines::nudge`]), so that
+/// none falls late behind a sleeping clock.
+pub const CLOCK_MAX_SLEEP: Duration = Duration::from_millis(500);
+
+/// A claim script's answer: game/deadline pairs (a game id that does not parse is skipped),
+/// and the empty member's score as the next time due.
+fn parse_claims(raw: &[String]) -> Claims {
+    let mut claims = Claims::default();
+    for pair in raw.chunks_exact(2) {
+        let Some(at) = pair[1].parse::<f64>().ok().map(|at| at as i64) else {
+            continue;
+        };
+        if pair[0].is_empty() {
+            claims.next = Some(claims.next.map_or(at, |n: i64| n.min(at)));
+        } else if let Ok(game) = pair[0].parse() {
+            claims.due.push((game, at));
+        }
+    }
+    claims
+}
+
+/// Wakes a sleeping clock early: a deadline was written that falls before its planned
+/// wake. In one process the store calls [`Nudge::at`] directly; over Redis, game-session
+/// publishes on [`Namespace::clock_nudge_channel`] and the clock's listener calls it.
+#[derive(Debug, Clone, Default)]
+pub struct Nudge {
+    notify: Arc<tokio::sync::Notify>,
+}
+
+impl Nudge {
+    /// A deadline at `_at_ms` was written: wake the clock to look again.
+    pub fn at(&self, _at_ms: i64) {
+        self.notify.notify_one();
+    }
+
+    /// Until the next nudge (one given while nobody waited counts).
+    pub async fn wait(&self) {
+        self.notify.notified().await;
+    }
 }
 
 /// The deadline sets in Redis.
@@ -154,6 +215,16 @@ impl RedisDeadlines {
         lease: Duration,
         limit: usize,
     ) -> redis::RedisResult<Vec<(GameId, i64)>> {
+        Ok(self.claim(now_ms, lease, limit).await?.due)
+    }
+
+    /// [`RedisDeadlines::claim_due`], with when the clock should look again.
+    pub async fn claim(
+        &self,
+        now_ms: i64,
+        lease: Duration,
+        limit: usize,
+    ) -> redis::RedisResult<Claims> {
         let mut conn = self.conn.clone();
         let start = self.next.fetch_add(1, Ordering::Relaxed) % SHARDS;
         if !self.conn.is_cluster() {
@@ -173,10 +244,10 @@ impl RedisDeadlines {
                 .await?;
             return Ok(parse_claims(&raw));
         }
-        let mut out = Vec::new();
+        let mut out = Claims::default();
         let (mut reached, mut failure) = (0, None);
         for i in 0..SHARDS {
-            if out.len() >= limit {
+            if out.due.len() >= limit {
                 break;
             }
             let shard = Shard::wrapping(start + i);
@@ -186,7 +257,7 @@ impl RedisDeadlines {
                 .key(self.ns.deadlines_claimed_key(shard))
                 .arg(now_ms)
                 .arg(lease.as_millis() as u64)
-                .arg(limit - out.len())
+                .arg(limit - out.due.len())
                 .invoke_async(&mut conn)
                 .await;
             // A shard whose Redis node is down waits; the others' flags still fall.
@@ -199,12 +270,29 @@ impl RedisDeadlines {
                 }
             };
             reached += 1;
-            out.extend(parse_claims(&raw));
+            let claims = parse_claims(&raw);
+            out.due.extend(claims.due);
+            out.next = match (out.next, claims.next) {
+                (Some(a), Some(b)) => Some(a.min(b)),
+                (a, b) => a.or(b),
+            };
         }
         match failure {
             Some(e) if reached == 0 => Err(e),
             _ => Ok(out),
         }
+    }
+
+    /// Tells the clocks listening on [`Namespace::clock_nudge_channel`] of a deadline at
+    /// `at_ms` (written for less than [`CLOCK_MAX_SLEEP`] ahead).
+    pub async fn nudge(&self, at_ms: i64) -> redis::RedisResult<()> {
+        let mut conn = self.conn.clone();
+        let _: i64 = redis::cmd("PUBLISH")
+            .arg(self.ns.clock_nudge_channel())
+            .arg(at_ms)
+            .query_async(&mut conn)
+            .await?;
+        Ok(())
     }
 
     /// A claimed deadline was handled.
@@ -247,6 +335,7 @@ struct MemoryInner {
 #[derive(Debug, Clone, Default)]
 pub struct MemoryDeadlines {
     inner: Arc<Mutex<MemoryInner>>,
+    nudge: Nudge,
 }
 
 impl MemoryDeadlines {
@@ -268,6 +357,16 @@ impl MemoryDeadlines {
             Some(at) => inner.scheduled.insert(*game, at),
             None => inner.scheduled.remove(game),
         };
+        drop(inner);
+        if let Some(at) = at {
+            self.nudge.at(at);
+        }
+    }
+
+    /// What wakes the clock sleeping on these sets: every deadline written (in one process
+    /// a nudge costs nothing).
+    pub fn nudge(&self) -> Nudge {
+        self.nudge.clone()
     }
 
     /// The deadline scheduled for a game.
@@ -278,6 +377,11 @@ impl MemoryDeadlines {
     /// Claims up to `limit` deadlines due at `now_ms` for `lease` (stale claims first, with
     /// deadline 0, as [`CLAIM_SCRIPT`] does).
     pub fn claim_due(&self, now_ms: i64, lease: Duration, limit: usize) -> Vec<(GameId, i64)> {
+        self.claim(now_ms, lease, limit).due
+    }
+
+    /// [`MemoryDeadlines::claim_due`], with when the clock should look again.
+    pub fn claim(&self, now_ms: i64, lease: Duration, limit: usize) -> Claims {
         let lease_end = now_ms + lease.as_millis() as i64;
         let mut inner = self.lock();
         let mut out = Vec::new();
@@ -305,7 +409,13 @@ impl MemoryDeadlines {
             inner.claimed.insert(game, lease_end);
             out.push((game, at));
         }
-        out
+        let next = inner
+            .scheduled
+            .values()
+            .chain(inner.claimed.values())
+            .copied()
+            .min();
+        Claims { due: out, next }
     }
 
     /// A claimed deadline was handled.

@@ -199,6 +199,12 @@ impl Namespace {
         format!("{}:{{{}}}:bot-outbox", self.prefix, shard.tag())
     }
 
+    /// Redis Pub/Sub channel on which game-session tells the clocks of a deadline written
+    /// for sooner than they would look (payload: the deadline, Unix ms).
+    pub fn clock_nudge_channel(&self) -> String {
+        format!("{}:clock-nudge", self.prefix)
+    }
+
     /// Redis hash of when each seat of a game was last seen connected (`white`, `black`:
     /// Unix ms).
     pub fn presence_key(&self, game: &GameId) -> String {

@@ -18,6 +18,11 @@ impl Shutdown {
         self.0.cancel();
     }
 
+    /// Whether it is tripped.
+    pub fn is_triggered(&self) -> bool {
+        self.0.is_cancelled()
+    }
+
     /// Resolves once it is tripped.
     pub async fn wait(&self) {
         self.0.cancelled().await;

@@ -22,7 +22,9 @@ pub struct Config {
     /// Namespace.
     #[command(flatten)]
     pub namespace: NamespaceArgs,
-    /// How often to look for due deadlines (bounds the firing lag).
+    /// How long to wait before looking again after a look that failed (Redis unreachable).
+    /// Otherwise the clock sleeps until its next deadline (at most 500 ms) or until
+    /// game-session nudges it of a sooner one.
     #[arg(long, env = "FRONTIER_CLOCK_POLL", default_value = "20ms", value_parser = parse_duration)]
     pub poll_interval: Duration,
     /// How long a claimed deadline is held before another instance may take it over.

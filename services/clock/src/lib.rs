@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use anyhow::Context as _;
 use frontier_platform::admin::Readiness;
-use frontier_platform::deadlines::{MemoryDeadlines, RedisDeadlines};
+use frontier_platform::deadlines::{Claims, MemoryDeadlines, Nudge, RedisDeadlines};
 use frontier_platform::time::SystemClock;
 use frontier_platform::trace::{Traced, traced};
 use frontier_platform::{GameId, Namespace, Shutdown};
@@ -33,8 +33,8 @@ impl DeadlineQueue for RedisDeadlines {
         now_ms: i64,
         lease: Duration,
         limit: usize,
-    ) -> Result<Vec<(GameId, i64)>, SeamError> {
-        RedisDeadlines::claim_due(self, now_ms, lease, limit)
+    ) -> Result<Claims, SeamError> {
+        RedisDeadlines::claim(self, now_ms, lease, limit)
             .await
             .map_err(|e| SeamError(format!("Redis: {e}")))
     }
@@ -58,8 +58,8 @@ impl DeadlineQueue for MemoryDeadlines {
         now_ms: i64,
         lease: Duration,
         limit: usize,
-    ) -> Result<Vec<(GameId, i64)>, SeamError> {
-        Ok(MemoryDeadlines::claim_due(self, now_ms, lease, limit))
+    ) -> Result<Claims, SeamError> {
+        Ok(MemoryDeadlines::claim(self, now_ms, lease, limit))
     }
 
     async fn release(&self, game: &GameId) -> Result<(), SeamError> {
@@ -137,7 +137,7 @@ pub async fn build(config: &Config) -> anyhow::Result<Service> {
         .await
         .context("connecting to Redis")?;
     let scheduler = Scheduler::new(
-        RedisDeadlines::new(conn.clone(), ns),
+        RedisDeadlines::new(conn.clone(), ns.clone()),
         sessions(&config.game_session_urls)?,
         Arc::new(SystemClock),
         Settings {
@@ -146,6 +146,11 @@ pub async fn build(config: &Config) -> anyhow::Result<Service> {
             batch: config.batch,
         },
     );
+    tokio::spawn(listen_for_nudges(
+        config.redis.redis_url.clone(),
+        ns.clock_nudge_channel(),
+        scheduler.nudge(),
+    ));
     Ok(Service {
         scheduler,
         readiness: Readiness::new().redis(conn),
@@ -165,5 +170,47 @@ impl<Q: DeadlineQueue, E: Expirer> Service<Q, E> {
     pub async fn serve(self, shutdown: Shutdown) -> anyhow::Result<()> {
         self.scheduler.run(shutdown).await;
         Ok(())
+    }
+}
+
+/// Follows game-session's nudges (a deadline written for sooner than a sleeping clock would
+/// look) on Redis Pub/Sub, from the first seed that answers, reconnecting for as long as
+/// the process lives. Without it a clock still looks every `CLOCK_MAX_SLEEP`: a lost nudge
+/// only makes such a flag that much later. (On a Redis Cluster a publication reaches the
+/// subscribers of every node.)
+async fn listen_for_nudges(urls: String, channel: String, nudge: Nudge) {
+    use futures_util::StreamExt as _;
+    let seeds: Vec<String> = urls
+        .split(',')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(str::to_owned)
+        .collect();
+    if seeds.is_empty() {
+        return;
+    }
+    for attempt in 0usize.. {
+        let url = &seeds[attempt % seeds.len()];
+        let subscribed = async {
+            let mut pubsub = redis::Client::open(url.as_str())?
+                .get_async_pubsub()
+                .await?;
+            pubsub.subscribe(&channel).await?;
+            redis::RedisResult::Ok(pubsub)
+        }
+        .await;
+        match subscribed {
+            Ok(pubsub) => {
+                let mut messages = pubsub.into_on_message();
+                while let Some(message) = messages.next().await {
+                    if let Ok(at) = message.get_payload::<i64>() {
+                        nudge.at(at);
+                    }
+                }
+                tracing::debug!("the clock's nudge subscription ended; subscribing again");
+            }
+            Err(e) => tracing::debug!(error = %e, "subscribing to clock nudges failed"),
+        }
+        tokio::time::sleep(Duration::from_secs(1)).await;
     }
 }

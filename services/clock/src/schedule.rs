@@ -6,6 +6,7 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
+use frontier_platform::deadlines::{CLOCK_MAX_SLEEP, Claims, Nudge};
 use frontier_platform::time::Clock;
 use frontier_platform::{GameId, Shutdown};
 
@@ -17,13 +18,14 @@ pub struct SeamError(pub String);
 /// Where deadlines wait to be claimed.
 pub trait DeadlineQueue: Send + Sync + 'static {
     /// Claims up to `limit` deadlines due at `now_ms`, each held for `lease`: the game and
-    /// its deadline (0 for a claim whose earlier lease ran out).
+    /// its deadline (0 for a claim whose earlier lease ran out); and when the earliest of
+    /// those left falls due.
     fn claim_due(
         &self,
         now_ms: i64,
         lease: Duration,
         limit: usize,
-    ) -> impl Future<Output = Result<Vec<(GameId, i64)>, SeamError>> + Send;
+    ) -> impl Future<Output = Result<Claims, SeamError>> + Send;
 
     /// A claimed deadline was handled.
     fn release(&self, game: &GameId) -> impl Future<Output = Result<(), SeamError>> + Send;
@@ -41,7 +43,9 @@ pub trait Expirer: Clone + Send + Sync + 'static {
 /// Tunables.
 #[derive(Debug, Clone, Copy)]
 pub struct Settings {
-    /// How often to look for due deadlines.
+    /// How long to wait before looking again after a look that failed (Redis down). A
+    /// clock otherwise sleeps until its next deadline, at most
+    /// [`CLOCK_MAX_SLEEP`](frontier_platform::deadlines::CLOCK_MAX_SLEEP), or until nudged.
     pub poll_interval: Duration,
     /// How long a claim is held before another instance may take it over.
     pub lease: Duration,
@@ -65,6 +69,7 @@ pub struct Scheduler<Q, E> {
     expirer: E,
     time: Arc<dyn Clock>,
     settings: Settings,
+    nudge: Nudge,
 }
 
 impl<Q: DeadlineQueue, E: Expirer> Scheduler<Q, E> {
@@ -75,18 +80,36 @@ impl<Q: DeadlineQueue, E: Expirer> Scheduler<Q, E> {
             expirer,
             time,
             settings,
+            nudge: Nudge::default(),
         }
+    }
+
+    /// What wakes this clock before its planned time (a deadline written for sooner).
+    pub fn nudge(&self) -> Nudge {
+        self.nudge.clone()
+    }
+
+    /// This clock woken by `nudge` (the in-memory deadline sets' own, in one process).
+    pub fn with_nudge(mut self, nudge: Nudge) -> Self {
+        self.nudge = nudge;
+        self
     }
 
     /// One poll: claims what is due and fires it. Returns how many were fired.
     pub async fn poll(&self) -> Result<usize, SeamError> {
+        Ok(self.look().await?.0)
+    }
+
+    /// One look: fires what is due; how many fired, and how long until the next look.
+    async fn look(&self) -> Result<(usize, Duration), SeamError> {
         let now = self.time.now_ms();
-        let claimed = self
+        let claims = self
             .queue
             .claim_due(now, self.settings.lease, self.settings.batch)
             .await?;
+        let full = claims.due.len() >= self.settings.batch;
         let mut tasks = tokio::task::JoinSet::new();
-        for (game, deadline) in claimed {
+        for (game, deadline) in claims.due {
             let expirer = self.expirer.clone();
             let queue = self.queue.clone();
             tasks.spawn(async move {
@@ -117,27 +140,50 @@ impl<Q: DeadlineQueue, E: Expirer> Scheduler<Q, E> {
         while let Some(done) = tasks.join_next().await {
             fired += usize::from(done.unwrap_or(false));
         }
-        Ok(fired)
+        // More due than one batch: look again at once. Else sleep until the earliest left
+        // (its time on this clock), and never longer than CLOCK_MAX_SLEEP: a deadline
+        // written for sooner than that comes with a nudge.
+        let wait = match claims.next {
+            _ if full => Duration::ZERO,
+            Some(at) => {
+                let ahead = (at - self.time.now_ms()).max(0) as u64;
+                Duration::from_millis(ahead).min(CLOCK_MAX_SLEEP)
+            }
+            None => CLOCK_MAX_SLEEP,
+        };
+        Ok((fired, wait))
     }
 
-    /// Polls until `shutdown`.
+    /// Fires deadlines until `shutdown`: looks, then sleeps until the next deadline it
+    /// knows of, or until nudged.
     pub async fn run(self, shutdown: Shutdown) {
-        let mut tick = tokio::time::interval(self.settings.poll_interval);
-        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-        let mut gauge_every = 0u32;
+        let mut gauged = tokio::time::Instant::now();
         loop {
+            let wait = match self.look().await {
+                Ok((_, wait)) => wait,
+                Err(e) => {
+                    tracing::warn!(error = %e, "clock poll failed");
+                    self.settings.poll_interval
+                }
+            };
+            metrics::counter!("frontier_clock_looks_total").increment(1);
+            if gauged.elapsed() >= Duration::from_secs(1) {
+                gauged = tokio::time::Instant::now();
+                if let Ok(n) = self.queue.tracked().await {
+                    metrics::gauge!("frontier_clock_deadlines_tracked").set(n as f64);
+                }
+            }
+            if wait.is_zero() {
+                if shutdown.is_triggered() {
+                    break;
+                }
+                tokio::task::yield_now().await;
+                continue;
+            }
             tokio::select! {
                 _ = shutdown.wait() => break,
-                _ = tick.tick() => {}
-            }
-            if let Err(e) = self.poll().await {
-                tracing::warn!(error = %e, "clock poll failed");
-            }
-            gauge_every = (gauge_every + 1) % 50;
-            if gauge_every == 0
-                && let Ok(n) = self.queue.tracked().await
-            {
-                metrics::gauge!("frontier_clock_deadlines_tracked").set(n as f64);
+                _ = tokio::time::sleep(wait) => {}
+                _ = self.nudge.wait() => {}
             }
         }
     }

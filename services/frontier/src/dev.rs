@@ -218,12 +218,14 @@ async fn start_on<A: Accounts, S: RatingStore>(
     };
 
     // The clock.
+    let nudge = deadlines.nudge();
     let scheduler = Scheduler::new(
         deadlines,
         sessions(),
         time.clone(),
         frontier_clock::Settings::default(),
-    );
+    )
+    .with_nudge(nudge);
     tasks.spawn(frontier_clock::Service::from_parts(scheduler).serve(shutdown.clone()));
 
     // The bot-worker: the computer's moves, from game-session's in-memory job queue.
@@ -300,6 +302,7 @@ async fn start_on<A: Accounts, S: RatingStore>(
         jwt: JwtKeys::new(jwt_secret.as_bytes(), config.jwt_ttl).map_err(anyhow::Error::msg)?,
         sessions: sessions(),
         hub: Hub::new(Box::new(LocalSource(events))),
+        followers: Default::default(),
         notices: player_notices,
         limits: Limits::disabled(ns.clone(), LimitArgs::defaults_with(config.hashing.clone())),
         readiness: frontier_platform::admin::Readiness::new(),

@@ -15,6 +15,9 @@ use frontier_rules::{Audience, Color, Role};
 use tonic::{Request, Response, Status};
 
 use crate::bus::EventBus;
+
+/// Entries of each kind a gateway's tick may carry.
+pub const TICK_MAX: usize = 5_000;
 use crate::error::SessionError;
 use crate::game::Action;
 use crate::rematch::{Lapse, RematchState};
@@ -399,6 +402,35 @@ impl<S: GameStore, B: EventBus> GameSession for GrpcGameSession<S, B> {
             .await
             .map_err(status)?;
         Ok(Response::new(pb::PresenceResponse {}))
+    }
+
+    async fn tick(
+        &self,
+        request: Request<pb::TickRequest>,
+    ) -> Result<Response<pb::TickResponse>, Status> {
+        let r = request.into_inner();
+        if r.present.len() > TICK_MAX || r.quiet.len() > TICK_MAX {
+            return Err(Status::invalid_argument(format!(
+                "at most {TICK_MAX} entries of each kind a tick"
+            )));
+        }
+        let mut present = Vec::with_capacity(r.present.len());
+        for p in &r.present {
+            let Audience::Player(color) = frontier_platform::convert::audience_of_seat(p.seat)
+            else {
+                return Err(Status::invalid_argument("a present seat is white or black"));
+            };
+            present.push((game_id(&p.game_id)?, color));
+        }
+        let quiet = r
+            .quiet
+            .iter()
+            .map(|q| Ok((game_id(&q.game_id)?, q.version)))
+            .collect::<Result<Vec<_>, Status>>()?;
+        let behind = self.service.tick(&present, &quiet).await.map_err(status)?;
+        Ok(Response::new(pb::TickResponse {
+            behind: behind.iter().map(ToString::to_string).collect(),
+        }))
     }
 
     #[tracing::instrument(name = "game_session.resume", skip_all)]

@@ -1132,6 +1132,16 @@ impl<S: GameStore, B: EventBus> GameService<S, B> {
         Ok(())
     }
 
+    /// A gateway's tick (see [`GameStore::tick`]): presence for every seat in `present`,
+    /// and which of the `quiet` games are past the version the gateway relayed.
+    pub async fn tick(
+        &self,
+        present: &[(GameId, frontier_rules::Color)],
+        quiet: &[(GameId, u64)],
+    ) -> Result<Vec<GameId>, SessionError> {
+        Ok(self.store.tick(present, quiet, self.clock.now_ms()).await?)
+    }
+
     /// Events after `after`, for `player_id`'s seat; or the whole view.
     pub async fn resume(
         &self,

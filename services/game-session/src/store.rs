@@ -95,6 +95,18 @@ pub struct RematchOffer {
     pub new_game: GameId,
 }
 
+/// How long a game's presence record outlives its last report.
+const PRESENCE_TTL_SECONDS: u64 = 7 * 24 * 3600;
+
+/// Entries of a gateway's tick written or read per pipelined call.
+const TICK_PIPELINE: usize = 500;
+
+/// One entry of a gateway's tick.
+enum Tick {
+    Present(GameId, frontier_rules::Color),
+    Quiet(GameId, u64),
+}
+
 /// The storage of live games.
 pub trait GameStore: Send + Sync + 'static {
     /// The current version and state of a game.
@@ -151,6 +163,16 @@ pub trait GameStore: Send + Sync + 'static {
         color: frontier_rules::Color,
         now_ms: i64,
     ) -> impl Future<Output = Result<(), StoreError>> + Send;
+
+    /// A gateway's tick: records each of `present` as connected at `now_ms` (as
+    /// [`GameStore::touch_presence`]), and returns those of `quiet` whose stored version is
+    /// past the one given, or which have no record. Reads no game's state.
+    fn tick(
+        &self,
+        present: &[(GameId, frontier_rules::Color)],
+        quiet: &[(GameId, u64)],
+        now_ms: i64,
+    ) -> impl Future<Output = Result<Vec<GameId>, StoreError>> + Send;
 
     /// When each seat of `game` was last seen connected.
     fn presence(
@@ -376,6 +398,21 @@ impl RedisStore {
     }
 }
 
+impl RedisStore {
+    /// A deadline written for sooner than a sleeping clock would look again: tell the
+    /// clocks (a lost nudge only delays that flag by at most `CLOCK_MAX_SLEEP`).
+    async fn nudge_if_soon(&self, deadline: Option<i64>) {
+        use frontier_platform::time::Clock as _;
+        let Some(at) = deadline else { return };
+        let ahead = at - frontier_platform::time::SystemClock.now_ms();
+        if ahead < frontier_platform::deadlines::CLOCK_MAX_SLEEP.as_millis() as i64
+            && let Err(e) = self.deadlines.nudge(at).await
+        {
+            tracing::debug!(error = %e, "nudging the clocks failed");
+        }
+    }
+}
+
 impl GameStore for RedisStore {
     async fn load(&self, game: &GameId) -> Result<Option<(u64, Bytes)>, StoreError> {
         let mut conn = self.conn.clone();
@@ -415,6 +452,9 @@ impl GameStore for RedisStore {
             invocation.arg(entry.as_ref());
         }
         let applied: i64 = invocation.invoke_async(&mut conn).await?;
+        if applied == 1 {
+            self.nudge_if_soon(write.deadline).await;
+        }
         Ok(applied == 1)
     }
 
@@ -566,11 +606,75 @@ impl GameStore for RedisStore {
             .ignore()
             .cmd("EXPIRE")
             .arg(&key)
-            .arg(7 * 24 * 3600)
+            .arg(PRESENCE_TTL_SECONDS)
             .ignore()
             .query_async(&mut conn)
             .await?;
         Ok(())
+    }
+
+    async fn tick(
+        &self,
+        present: &[(GameId, frontier_rules::Color)],
+        quiet: &[(GameId, u64)],
+        now_ms: i64,
+    ) -> Result<Vec<GameId>, StoreError> {
+        // A pipeline per shard (a game's keys carry its shard's hash tag: on a cluster a
+        // pipeline may touch one slot only); on one Redis, one for all. At most
+        // TICK_PIPELINE entries a call, so that no move waits long behind one.
+        let cluster = self.conn.is_cluster();
+        let group = |game: &GameId| if cluster { Shard::of(game).index() } else { 0 };
+        let mut groups: std::collections::BTreeMap<u16, Vec<Tick>> = Default::default();
+        for (game, color) in present {
+            groups
+                .entry(group(game))
+                .or_default()
+                .push(Tick::Present(*game, *color));
+        }
+        for (game, version) in quiet {
+            groups
+                .entry(group(game))
+                .or_default()
+                .push(Tick::Quiet(*game, *version));
+        }
+        let mut behind = Vec::new();
+        for entries in groups.values() {
+            for chunk in entries.chunks(TICK_PIPELINE) {
+                let mut pipe = redis::pipe();
+                for entry in chunk {
+                    match entry {
+                        Tick::Present(game, color) => {
+                            let key = self.ns.presence_key(game);
+                            pipe.cmd("HSET")
+                                .arg(&key)
+                                .arg(color.name())
+                                .arg(now_ms)
+                                .ignore()
+                                .cmd("EXPIRE")
+                                .arg(&key)
+                                .arg(PRESENCE_TTL_SECONDS)
+                                .ignore();
+                        }
+                        Tick::Quiet(game, _) => {
+                            pipe.cmd("HGET").arg(self.ns.game_state_key(game)).arg("v");
+                        }
+                    }
+                }
+                let mut conn = self.conn.clone();
+                let stored: Vec<Option<u64>> = pipe.query_async(&mut conn).await?;
+                let quiet = chunk.iter().filter_map(|e| match e {
+                    Tick::Quiet(game, relayed) => Some((game, relayed)),
+                    Tick::Present(..) => None,
+                });
+                behind.extend(
+                    quiet
+                        .zip(stored)
+                        .filter(|((_, relayed), stored)| stored.is_none_or(|v| v > **relayed))
+                        .map(|((game, _), _)| *game),
+                );
+            }
+        }
+        Ok(behind)
     }
 
     async fn presence(
@@ -588,7 +692,9 @@ impl GameStore for RedisStore {
     }
 
     async fn schedule(&self, game: &GameId, deadline: Option<i64>) -> Result<(), StoreError> {
-        Ok(self.deadlines.schedule(game, deadline).await?)
+        self.deadlines.schedule(game, deadline).await?;
+        self.nudge_if_soon(deadline).await;
+        Ok(())
     }
 
     async fn rematch(&self, game: &GameId) -> Result<Option<RematchOffer>, StoreError> {
@@ -814,6 +920,24 @@ impl GameStore for MemoryStore {
     ) -> Result<(), StoreError> {
         self.lock().presence.insert((*game, color), now_ms);
         Ok(())
+    }
+
+    async fn tick(
+        &self,
+        present: &[(GameId, frontier_rules::Color)],
+        quiet: &[(GameId, u64)],
+        now_ms: i64,
+    ) -> Result<Vec<GameId>, StoreError> {
+        for (game, color) in present {
+            self.touch_presence(game, *color, now_ms).await?;
+        }
+        let mut behind = Vec::new();
+        for (game, relayed) in quiet {
+            if self.load(game).await?.is_none_or(|(v, _)| v > *relayed) {
+                behind.push(*game);
+            }
+        }
+        Ok(behind)
     }
 
     async fn presence(

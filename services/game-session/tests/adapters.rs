@@ -408,3 +408,59 @@ async fn the_key_layout_is_stamped_and_a_newer_one_refuses_to_start() {
         "{refused:#}"
     );
 }
+
+/// Issue #30: a gateway's tick writes every present seat's presence and names the quiet
+/// games that are further on than the version given (or gone), reading no game's state —
+/// on Redis and in memory alike.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tick_records_presence_and_names_the_games_further_on() {
+    use frontier_game_session::store::MemoryStore;
+    let ns = Namespace::new(&frontier_testkit::unique_namespace()).expect("valid");
+    let redis = RedisStore::connect(&frontier_testkit::redis_url(), ns)
+        .await
+        .expect("Redis");
+    tick_on(&redis).await;
+    tick_on(&MemoryStore::default()).await;
+}
+
+async fn tick_on<S: GameStore>(store: &S) {
+    let write = |game, version: u64| Write {
+        game,
+        expected: version - 1,
+        version,
+        state: Bytes::from(format!("v{version}")),
+        entries: vec![Bytes::from(format!("e{version}"))],
+        finished_ttl: None,
+        outbox: false,
+        deadline: None,
+        bot_job: None,
+    };
+    // Many games, over every shard: half at version 1, half at version 2.
+    let games: Vec<GameId> = (0..40).map(|_| GameId::new()).collect();
+    for (i, game) in games.iter().enumerate() {
+        assert!(store.compare_and_set(write(*game, 1)).await.expect("cas"));
+        if i % 2 == 0 {
+            assert!(store.compare_and_set(write(*game, 2)).await.expect("cas"));
+        }
+    }
+    let gone = GameId::new();
+    // Every gateway relayed version 1 of each; and a game that has no record.
+    let mut quiet: Vec<(GameId, u64)> = games.iter().map(|g| (*g, 1)).collect();
+    quiet.push((gone, 3));
+    let present: Vec<(GameId, Color)> = games
+        .iter()
+        .flat_map(|g| [(*g, Color::White), (*g, Color::Black)])
+        .collect();
+    let mut behind = store.tick(&present, &quiet, 1_234).await.expect("tick");
+    behind.sort_unstable_by_key(ToString::to_string);
+    let mut expected: Vec<GameId> = games.iter().step_by(2).copied().collect();
+    expected.push(gone);
+    expected.sort_unstable_by_key(ToString::to_string);
+    assert_eq!(behind, expected, "the games at version 2, and the one gone");
+    for game in &games {
+        let seen = store.presence(game).await.expect("presence");
+        assert_eq!((seen.white, seen.black), (Some(1_234), Some(1_234)));
+    }
+    // Nothing quiet and nobody present: nothing to do, nothing behind.
+    assert!(store.tick(&[], &[], 1).await.expect("tick").is_empty());
+}

@@ -4,6 +4,7 @@
 
 pub mod accounts;
 pub mod config;
+pub mod followers;
 pub mod hashing;
 pub mod http;
 pub mod hub;
@@ -68,6 +69,8 @@ pub struct AppState<A> {
     pub sessions: Sessions,
     /// NATS fan-out.
     pub hub: Hub,
+    /// Every follow of a game on this gateway, for the presence tick.
+    pub followers: followers::Followers,
     /// Every player's notices, routed to their connections here.
     pub notices: notices::PlayerNotices,
     /// Namespace.
@@ -178,6 +181,7 @@ pub async fn build(config: &Config) -> anyhow::Result<Service> {
         jwt,
         sessions: sessions::connect(&config.game_session_urls)?,
         hub: Hub::new(Box::new(hub::NatsSource(nats.clone()))),
+        followers: Default::default(),
         readiness: frontier_platform::admin::Readiness::new()
             .postgres(pool.clone())
             .nats(nats.clone())
@@ -242,6 +246,13 @@ impl<A: Accounts> Service<A> {
 async fn serve<A: Accounts>(listener: TcpListener, state: Arc<AppState<A>>) -> anyhow::Result<()> {
     use axum::serve::ListenerExt as _;
     let shutdown = state.shutdown.clone();
+    // The gateway-wide chores of its connections: one batch an interval for all of them.
+    tokio::spawn(state.limits.clone().keep_leases(shutdown.clone()));
+    tokio::spawn(state.followers.clone().run(
+        state.sessions.clone(),
+        state.settings.presence_interval,
+        shutdown.clone(),
+    ));
     // Small frames both ways: Nagle's algorithm with delayed ACKs would hold each for ~40 ms.
     let listener = listener.tap_io(|tcp| {
         if let Err(e) = tcp.set_nodelay(true) {

@@ -6,7 +6,9 @@
 //! admitted requests' times): at most `count` in any `window`, and a refusal says exactly
 //! when the oldest one leaves the window. Concurrent connections are leases (a sorted set
 //! of connection ids scored by lease expiry, refreshed while the connection lives), so a
-//! crashed gateway's connections stop counting within one lease.
+//! crashed gateway's connections stop counting within one lease. A gateway refreshes the
+//! leases of all its connections together ([`Limits::keep_leases`]): one pipeline per
+//! interval (one per hash slot on a cluster), not a script per connection.
 //!
 //! In front of Redis, each gateway remembers the windows Redis reported full and until when
 //! ([`LocalRefusals`]): until then it refuses on its own, with no round trip. This never
@@ -17,7 +19,7 @@
 //! request through, logs, and counts `frontier_gateway_limit_errors_total`: the limits
 //! protect the platform, they must not take it down with Redis.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::net::{IpAddr, Ipv6Addr, SocketAddr};
 use std::str::FromStr;
 use std::sync::{Arc, Mutex};
@@ -423,14 +425,6 @@ redis.call('PEXPIRE', KEYS[1], ARGV[3])
 return 1
 ";
 
-/// KEYS[1] one slot set of a connection; ARGV member, lease ms. (One key per call: a
-/// connection's address and player sets lie in different Redis Cluster slots.)
-const REFRESH_SCRIPT: &str = r"
-redis.call('ZADD', KEYS[1], now + tonumber(ARGV[2]), ARGV[1])
-redis.call('PEXPIRE', KEYS[1], ARGV[2])
-return 1
-";
-
 /// KEYS[1] the player's waiting boards; ARGV cap, member, ttl ms, member to drop ('' none).
 /// {'ok'} if added, else {'full', members…}.
 const WAITING_ADD_SCRIPT: &str = r"
@@ -453,7 +447,6 @@ struct Scripts {
     login_attempt: redis::Script,
     login_failed: redis::Script,
     acquire: redis::Script,
-    refresh: redis::Script,
     waiting_add: redis::Script,
 }
 
@@ -500,9 +493,15 @@ pub struct Limits {
     /// Without Redis (one process): each player's open connections, counted here so that
     /// [`Limits::player_connections`] can still tell when a player's last one closed.
     local_players: Arc<Mutex<HashMap<String, usize>>>,
+    /// The slots this gateway's open connections hold (slot set key → connection ids),
+    /// whose leases [`Limits::keep_leases`] refreshes together.
+    held: Arc<Mutex<HashMap<String, HashSet<String>>>>,
     /// The configuration.
     pub args: LimitArgs,
 }
+
+/// Slot sets refreshed per pipelined call (a call holds Redis for about a millisecond).
+const LEASE_PIPELINE: usize = 500;
 
 /// How long a waiting-board reservation holds while the board is being created.
 const RESERVATION_TTL: Duration = Duration::from_secs(30);
@@ -522,11 +521,11 @@ impl Limits {
                 login_attempt: script(LOGIN_ATTEMPT_SCRIPT),
                 login_failed: script(LOGIN_FAILED_SCRIPT),
                 acquire: script(ACQUIRE_SCRIPT),
-                refresh: script(REFRESH_SCRIPT),
                 waiting_add: script(WAITING_ADD_SCRIPT),
             }),
             local: Arc::default(),
             local_players: Arc::default(),
+            held: Arc::default(),
             args,
         }
     }
@@ -646,22 +645,108 @@ impl Limits {
             Slot::Address => (self.args.ws_per_address, "ws_address"),
             Slot::Player => (self.args.ws_per_player, "ws_player"),
         };
-        let mut call = self.scripts.acquire.key(self.slot_key(slot, subject));
+        let key = self.slot_key(slot, subject);
+        let mut call = self.scripts.acquire.key(&key);
         call.arg(max).arg(id).arg(ms(self.args.ws_lease));
         match self.invoke::<i64>(reason, call).await {
             // A slot frees when another connection closes: no time can be promised; a
             // second is a fair pause before trying again.
             Some(0) => Err(Refused::new(reason, Some(Duration::from_secs(1)))),
-            _ => Ok(()),
+            _ => {
+                self.lock_held()
+                    .entry(key)
+                    .or_default()
+                    .insert(id.to_owned());
+                Ok(())
+            }
         }
     }
 
-    /// Extends the leases of connection `id`'s slots.
-    pub async fn refresh(&self, slots: &[(Slot, String)], id: &str) {
-        for (slot, subject) in slots {
-            let mut call = self.scripts.refresh.key(self.slot_key(*slot, subject));
-            call.arg(id).arg(ms(self.args.ws_lease));
-            let _ = self.invoke::<i64>("ws_refresh", call).await;
+    fn lock_held(&self) -> std::sync::MutexGuard<'_, HashMap<String, HashSet<String>>> {
+        self.held.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// How many leases this gateway holds (connection slots of its open connections).
+    pub fn held_leases(&self) -> usize {
+        self.lock_held().values().map(HashSet::len).sum()
+    }
+
+    /// Refreshes the leases of every slot this gateway's connections hold, every third of
+    /// the lease, until `shutdown`. A gateway that dies stops refreshing: its connections'
+    /// slots free themselves within one lease, as before.
+    pub async fn keep_leases(self, shutdown: frontier_platform::Shutdown) {
+        if self.redis.is_none() {
+            return;
+        }
+        let mut tick =
+            tokio::time::interval((self.args.ws_lease / 3).max(Duration::from_millis(100)));
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        tick.tick().await;
+        loop {
+            tokio::select! {
+                _ = shutdown.wait() => return,
+                _ = tick.tick() => {}
+            }
+            self.refresh_held().await;
+        }
+    }
+
+    /// One refresh of every held lease: Redis's time once, then for each slot set one
+    /// `ZADD XX` of all its members (XX: a connection released meanwhile is not put back)
+    /// and its expiry, pipelined ([`LEASE_PIPELINE`] sets a call; on a cluster, one hash
+    /// slot's sets a call).
+    pub async fn refresh_held(&self) {
+        let Some(conn) = self.redis.clone() else {
+            return;
+        };
+        let held: Vec<(String, Vec<String>)> = self
+            .lock_held()
+            .iter()
+            .map(|(key, ids)| (key.clone(), ids.iter().cloned().collect()))
+            .collect();
+        if held.is_empty() {
+            return;
+        }
+        let mut time_conn = conn.clone();
+        let now_ms = match tokio::time::timeout(
+            REDIS_TIMEOUT,
+            redis::cmd("TIME").query_async::<(u64, u64)>(&mut time_conn),
+        )
+        .await
+        {
+            Ok(Ok((secs, micros))) => secs * 1000 + micros / 1000,
+            Ok(Err(e)) => return limit_error("ws_refresh", &e.to_string()),
+            Err(_) => return limit_error("ws_refresh", "timed out"),
+        };
+        let lease = ms(self.args.ws_lease);
+        let until = now_ms + lease;
+        let mut groups: HashMap<u16, Vec<(String, Vec<String>)>> = HashMap::new();
+        if conn.is_cluster() {
+            for (key, ids) in held {
+                let slot = frontier_platform::redis_conn::key_slot(key.as_bytes());
+                groups.entry(slot).or_default().push((key, ids));
+            }
+        } else {
+            groups.insert(0, held);
+        }
+        for sets in groups.into_values() {
+            for chunk in sets.chunks(LEASE_PIPELINE) {
+                let mut pipe = redis::pipe();
+                for (key, ids) in chunk {
+                    let zadd = pipe.cmd("ZADD").arg(key).arg("XX");
+                    for id in ids {
+                        zadd.arg(until).arg(id);
+                    }
+                    pipe.ignore();
+                    pipe.cmd("PEXPIRE").arg(key).arg(lease).ignore();
+                }
+                let mut c = conn.clone();
+                match tokio::time::timeout(REDIS_TIMEOUT, pipe.query_async::<()>(&mut c)).await {
+                    Ok(Ok(())) => {}
+                    Ok(Err(e)) => limit_error("ws_refresh", &e.to_string()),
+                    Err(_) => limit_error("ws_refresh", "timed out"),
+                }
+            }
         }
     }
 
@@ -681,6 +766,18 @@ impl Limits {
             }
             return;
         };
+        {
+            let mut held = self.lock_held();
+            for (slot, subject) in slots {
+                let key = self.slot_key(*slot, subject);
+                if let Some(ids) = held.get_mut(&key) {
+                    ids.remove(id);
+                    if ids.is_empty() {
+                        held.remove(&key);
+                    }
+                }
+            }
+        }
         // One command per set: they lie in different Redis Cluster slots.
         for (slot, subject) in slots {
             let zrem = redis::cmd("ZREM")

@@ -244,11 +244,8 @@ pub async fn serve<A: Accounts>(socket: WebSocket, state: Arc<AppState<A>>, clie
     });
     let auth_deadline = tokio::time::sleep(state.settings.auth_timeout);
     tokio::pin!(auth_deadline);
-    // The connection's slots are leases: refreshed well before they run out.
-    let mut lease =
-        tokio::time::interval((state.limits.args.ws_lease / 3).max(Duration::from_millis(100)));
-    lease.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    lease.tick().await;
+    // The connection's slots are leases, refreshed with every other connection's by
+    // `Limits::keep_leases`.
     let mut player_notices = None;
     loop {
         if conn.out.is_closed() {
@@ -262,11 +259,6 @@ pub async fn serve<A: Accounts>(socket: WebSocket, state: Arc<AppState<A>>, clie
             _ = state.shutdown.wait() => {
                 conn.close(1001, "server shutting down");
                 break;
-            }
-            _ = lease.tick() => {
-                // Boxed, as is each command below: the connection's task then holds their
-                // state only while they run, not for as long as the socket is open.
-                Box::pin(state.limits.refresh(&conn.slots, &conn.conn_id)).await;
             }
             _ = &mut auth_deadline, if conn.player.is_none() => {
                 conn.close(close::AUTH_TIMEOUT, "authenticate within the time allowed");
@@ -283,6 +275,8 @@ pub async fn serve<A: Accounts>(socket: WebSocket, state: Arc<AppState<A>>, clie
                     }
                     break;
                 }
+                // Boxed: the connection's task then holds a command's state only while it
+                // runs, not for as long as the socket is open.
                 Some(Ok(Message::Text(t))) => Box::pin(conn.on_text(t.as_str())).await,
                 Some(Ok(Message::Binary(_))) => {
                     conn.push(error_message(None, None, ErrorCode::BadJson, "send JSON in text frames"));
@@ -1490,7 +1484,9 @@ struct Feed {
     relayed: Arc<Relayed>,
     out: mpsc::Sender<Message>,
     game: GameId,
-    /// A frame came since the follower's last heartbeat.
+    /// The follower's seat, if it plays the game (its presence is reported).
+    seat: Option<frontier_rules::Color>,
+    /// A frame came since the last presence tick.
     heard: AtomicBool,
     /// The board still counts as waiting for a second player: a version past 1 wakes the
     /// follower, which clears this once the count is told.
@@ -1512,6 +1508,28 @@ impl Feed {
         self.needs.fetch_or(what, Ordering::AcqRel);
         // A permit is stored when the follower is not waiting yet.
         self.wake.notify_one();
+    }
+}
+
+impl crate::followers::Followed for Feed {
+    fn game(&self) -> GameId {
+        self.game
+    }
+
+    fn seat(&self) -> Option<frontier_rules::Color> {
+        self.seat
+    }
+
+    fn heard_since_last(&self) -> bool {
+        self.heard.swap(false, Ordering::AcqRel)
+    }
+
+    fn relayed(&self) -> Option<u64> {
+        self.relayed.last()
+    }
+
+    fn behind(&self) {
+        self.need(Feed::GAP);
     }
 }
 
@@ -1694,10 +1712,15 @@ impl<A: Accounts> Follower<A> {
         }
         let audience = frontier_platform::convert::audience_of_seat(seat);
         let subject = self.state.ns.game_follow_subject(&self.game, audience);
+        let seat = match audience {
+            frontier_rules::Audience::Player(color) => Some(color),
+            frontier_rules::Audience::Spectator => None,
+        };
         let feed = Arc::new(Feed {
             relayed: self.relayed.clone(),
             out: self.out.clone(),
             game: self.game,
+            seat,
             heard: AtomicBool::new(true),
             waiting: AtomicBool::new(waiting),
             needs: AtomicU8::new(0),
@@ -1719,14 +1742,20 @@ impl<A: Accounts> Follower<A> {
             Ok((_, false)) => {}
             Err(refusal) => return self.fail(refusal),
         }
-        // A seated player's presence, for claims in games without clock. On the same tick,
-        // a game that stayed quiet for a whole interval is caught up from its log: a
+        // A seated player's presence, for claims in games without clock: reported now,
+        // then by the gateway's presence tick with every other follow's. On the same tick,
+        // a game that stayed quiet for a whole interval is checked against its stored
+        // version and caught up from its log if it is further on (`Feed::behind`): a
         // game-session that died between its compare-and-set and its publish leaves a
         // version that no live frame announces, and no later frame may come to show the
         // gap (the other side waits for exactly that version).
-        let seated = matches!(audience, frontier_rules::Audience::Player(_));
-        let mut heartbeat = tokio::time::interval(self.state.settings.presence_interval);
-        heartbeat.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        if seat.is_some() {
+            self.heartbeat().await;
+        }
+        let _registered = self
+            .state
+            .followers
+            .add(feed.clone() as Arc<dyn crate::followers::Followed>);
         loop {
             // Live frames in order go out from the topic's task (`Feed::offer`); this task
             // wakes only for what the feed cannot do itself.
@@ -1734,18 +1763,6 @@ impl<A: Accounts> Follower<A> {
                 _ = feed.wake.notified() => {}
                 // The ending event went out (live, or with an ack).
                 _ = self.relayed.over.notified() => return self.left_waiting().await,
-                _ = heartbeat.tick() => {
-                    if seated {
-                        self.heartbeat().await;
-                    }
-                    if !feed.heard.swap(false, Ordering::AcqRel) {
-                        match self.catch_up_again().await {
-                            Ok((_, true)) => return,
-                            Ok((_, false)) => {}
-                            Err(r) => return self.fail(r),
-                        }
-                    }
-                }
             }
             let needs = feed.needs.swap(0, Ordering::AcqRel);
             if needs & Feed::STOP != 0 {
