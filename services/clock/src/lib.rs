@@ -144,6 +144,7 @@ pub async fn build(config: &Config) -> anyhow::Result<Service> {
             poll_interval: config.poll_interval,
             lease: config.lease,
             batch: config.batch,
+            max_sleep: frontier_platform::deadlines::CLOCK_MAX_SLEEP,
         },
     );
     tokio::spawn(listen_for_nudges(
@@ -178,7 +179,7 @@ impl<Q: DeadlineQueue, E: Expirer> Service<Q, E> {
 /// the process lives. Without it a clock still looks every `CLOCK_MAX_SLEEP`: a lost nudge
 /// only makes such a flag that much later. (On a Redis Cluster a publication reaches the
 /// subscribers of every node.)
-async fn listen_for_nudges(urls: String, channel: String, nudge: Nudge) {
+pub async fn listen_for_nudges(urls: String, channel: String, nudge: Nudge) {
     use futures_util::StreamExt as _;
     let seeds: Vec<String> = urls
         .split(',')

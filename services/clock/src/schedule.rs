@@ -51,6 +51,11 @@ pub struct Settings {
     pub lease: Duration,
     /// Most deadlines claimed per poll.
     pub batch: usize,
+    /// The longest the clock sleeps with nothing due sooner (a deadline written for sooner
+    /// comes with a nudge). game-session nudges for deadlines less than
+    /// [`CLOCK_MAX_SLEEP`] ahead, so a longer sleep only makes sense where every deadline
+    /// is nudged (in one process) — or in a test that proves the nudges work.
+    pub max_sleep: Duration,
 }
 
 impl Default for Settings {
@@ -59,6 +64,7 @@ impl Default for Settings {
             poll_interval: Duration::from_millis(20),
             lease: Duration::from_millis(500),
             batch: 256,
+            max_sleep: CLOCK_MAX_SLEEP,
         }
     }
 }
@@ -141,15 +147,15 @@ impl<Q: DeadlineQueue, E: Expirer> Scheduler<Q, E> {
             fired += usize::from(done.unwrap_or(false));
         }
         // More due than one batch: look again at once. Else sleep until the earliest left
-        // (its time on this clock), and never longer than CLOCK_MAX_SLEEP: a deadline
-        // written for sooner than that comes with a nudge.
+        // (its time on this clock), and never longer than `max_sleep`: a deadline written
+        // for sooner than that comes with a nudge.
         let wait = match claims.next {
             _ if full => Duration::ZERO,
             Some(at) => {
                 let ahead = (at - self.time.now_ms()).max(0) as u64;
-                Duration::from_millis(ahead).min(CLOCK_MAX_SLEEP)
+                Duration::from_millis(ahead).min(self.settings.max_sleep)
             }
-            None => CLOCK_MAX_SLEEP,
+            None => self.settings.max_sleep,
         };
         Ok((fired, wait))
     }

@@ -438,3 +438,77 @@ async fn an_absent_players_untimed_game_can_be_claimed_after_the_limit() {
     assert!(refused.is_err());
     env.stop().await;
 }
+
+/// Issue #30: a clock sleeps until its next deadline, and game-session's nudge on Redis
+/// Pub/Sub wakes it for a deadline written for sooner. Its longest sleep is set to a
+/// minute here, so a flag that falls within the test's patience fell by the nudge.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sleeping_clock_is_nudged_on_redis_for_a_deadline_written_for_sooner() {
+    struct System;
+    impl Clock for System {
+        fn now_ms(&self) -> i64 {
+            frontier_platform::time::SystemClock.now_ms()
+        }
+    }
+    // Real time; a clock "minute" lasts 300 ms: White's flag falls 300 ms after Black's
+    // first move.
+    let env = env(
+        Arc::new(System),
+        ClockSettings {
+            ms_per_minute: 300,
+            first_move_limit_ms: 30_000,
+        },
+    )
+    .await;
+    let deadlines = RedisDeadlines::connect(&frontier_testkit::redis_url(), env.ns.clone())
+        .await
+        .expect("Redis");
+    let sessions = frontier_clock::sessions(&[format!("http://{}", env.addr)]).expect("client");
+    let clock = Scheduler::new(
+        deadlines,
+        sessions,
+        Arc::new(frontier_platform::time::SystemClock),
+        ClockSettingsSvc {
+            max_sleep: Duration::from_secs(60),
+            ..ClockSettingsSvc::default()
+        },
+    );
+    let channel = env.ns.clock_nudge_channel();
+    tokio::spawn(frontier_clock::listen_for_nudges(
+        frontier_testkit::redis_url(),
+        channel.clone(),
+        clock.nudge(),
+    ));
+    let stop = Shutdown::new();
+    tokio::spawn(clock.run(stop.clone()));
+    // The listener is subscribed before anything is written.
+    let redis = redis::Client::open(frontier_testkit::redis_url()).expect("url");
+    let mut conn = redis
+        .get_multiplexed_async_connection()
+        .await
+        .expect("Redis");
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        let (_, subscribers): (String, u64) = redis::cmd("PUBSUB")
+            .arg("NUMSUB")
+            .arg(&channel)
+            .query_async(&mut conn)
+            .await
+            .expect("PUBSUB");
+        if subscribers > 0 {
+            break;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "never subscribed");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let (game, white, black, mut sub) = env.game(1, None).await;
+    env.play(&game, &white, "e2e4").await.expect("first move");
+    env.play(&game, &black, "e7e5").await.expect("first move");
+    let (end, _) = tokio::time::timeout(Duration::from_secs(30), until_outcome(&mut sub))
+        .await
+        .expect("the flag fell within 30 s: the nudge woke the clock");
+    assert_eq!(end["outcome"]["result"], "black");
+    assert_eq!(end["outcome"]["reason"], "timeout");
+    stop.trigger();
+    env.stop().await;
+}

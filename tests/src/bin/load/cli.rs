@@ -15,6 +15,15 @@ use clap::{Parser, ValueEnum};
 /// `--spectators` per game, `--bots` games against the computer, `--idle` idle
 /// authenticated connections, `--matchmaking` quick-match arrivals, `--flags` games left
 /// to run out of time and `--login-flood` wrong-password logins.
+/// How open-loop moves are scheduled (`--arrivals`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum Arrivals {
+    /// A fixed grid per game; missed slots skipped.
+    Even,
+    /// Exponential gaps per game (Poisson arrivals in all).
+    Poisson,
+}
+
 #[derive(Debug, Parser)]
 #[command(
     name = "frontier-load",
@@ -52,6 +61,15 @@ pub(crate) struct Args {
     /// server falling behind shows as latency (no coordinated omission).
     #[arg(long, value_name = "MOVES_PER_S")]
     pub(crate) rate: Option<f64>,
+
+    /// How the open loop's moves arrive: `even` — each game's moves on its own fixed grid
+    /// (`phase + k·games/rate`, the games' phases spread evenly over the interval), a slot
+    /// missed while a game was being set up skipped rather than played late, so moves stay
+    /// evenly spread in time for the whole run; `poisson` — each game's moves at
+    /// exponentially distributed gaps of the same mean (a memoryless stream in all).
+    /// Either way a move's round trip counts from its scheduled time.
+    #[arg(long, value_enum, default_value_t = Arrivals::Even)]
+    pub(crate) arrivals: Arrivals,
 
     /// Games (two guests each) that share the open-loop `--rate`.
     #[arg(long, default_value_t = 100)]

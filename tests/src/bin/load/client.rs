@@ -247,4 +247,9 @@ impl Rng {
         self.0 ^= self.0 << 17;
         (self.0 % n.max(1) as u64) as usize
     }
+
+    /// A uniform draw in (0, 1].
+    pub(crate) fn unit(&mut self) -> f64 {
+        (self.below(1 << 30) as f64 + 1.0) / f64::from(1u32 << 30)
+    }
 }

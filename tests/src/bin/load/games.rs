@@ -331,9 +331,10 @@ async fn play(
         .await
         .context("starting a game")?;
     spectators.watch(&view.game_id).await?;
-    // Setting up a game is not a move: the schedule resumes from now if it fell behind.
-    if let Some(d) = due {
-        *d = (*d).max(Instant::now());
+    // Setting up a game is not a move: slots that passed meanwhile are skipped (the game
+    // joins its own grid again, so games set up late do not all fall due together).
+    if let (Some(d), Some(every)) = (due.as_mut(), interval) {
+        *d = resume_at(*d, Instant::now(), every, run.args.arrivals, rng);
     }
     let mut ply = 0u32;
     // The last version each side's own connection delivered (a side moves only once the
@@ -371,13 +372,44 @@ async fn play(
         let origin = due.unwrap_or(sent);
         run.move_done(acked.saturating_duration_since(origin));
         if let (Some(d), Some(every)) = (due.as_mut(), interval) {
-            *d += every;
+            *d += next_gap(every, run.args.arrivals, rng);
         }
         events.iter().for_each(|e| view.update(e));
         seen[side] = seen[side].max(view.version);
         ply += 1;
     }
     Ok(())
+}
+
+/// The gap to a game's next move: the interval, or an exponential draw of that mean.
+fn next_gap(every: Duration, arrivals: crate::cli::Arrivals, rng: &mut Rng) -> Duration {
+    match arrivals {
+        crate::cli::Arrivals::Even => every,
+        crate::cli::Arrivals::Poisson => every.mul_f64(-rng.unit().ln()),
+    }
+}
+
+/// A game's next due time after its set-up ended at `now`: `due` itself if still ahead,
+/// else the first slot of its grid after `now` (even), or `now` plus a fresh gap (Poisson:
+/// memoryless).
+fn resume_at(
+    due: Instant,
+    now: Instant,
+    every: Duration,
+    arrivals: crate::cli::Arrivals,
+    rng: &mut Rng,
+) -> Instant {
+    if due >= now {
+        return due;
+    }
+    match arrivals {
+        crate::cli::Arrivals::Even => {
+            let every_ns = every.as_nanos().max(1);
+            let missed = (now - due).as_nanos().div_ceil(every_ns);
+            due + Duration::from_nanos(u64::try_from(missed * every_ns).unwrap_or(u64::MAX))
+        }
+        crate::cli::Arrivals::Poisson => now + next_gap(every, arrivals, rng),
+    }
 }
 
 /// Reads `ws` until it delivered `version` of `game_id` (or a later one), as an event or
@@ -502,4 +534,51 @@ async fn against_computer(
         ply += 1;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cli::Arrivals;
+
+    #[test]
+    fn a_game_set_up_late_rejoins_its_own_grid() {
+        let mut rng = Rng::new(1);
+        let t0 = Instant::now();
+        let every = Duration::from_millis(500);
+        // Still ahead: unchanged.
+        let ahead = t0 + Duration::from_millis(200);
+        assert_eq!(resume_at(ahead, t0, every, Arrivals::Even, &mut rng), ahead);
+        // 1.3 s late: the slots at +0.5 and +1.0 are skipped, the next is at +1.5 —
+        // the game keeps its phase instead of falling due now.
+        let due = t0;
+        let now = t0 + Duration::from_millis(1_300);
+        assert_eq!(
+            resume_at(due, now, every, Arrivals::Even, &mut rng),
+            t0 + Duration::from_millis(1_500)
+        );
+        // Exactly on a slot: that slot.
+        let now = t0 + Duration::from_millis(1_000);
+        assert_eq!(resume_at(due, now, every, Arrivals::Even, &mut rng), now);
+    }
+
+    #[test]
+    fn poisson_gaps_average_the_interval() {
+        let mut rng = Rng::new(7);
+        let every = Duration::from_millis(100);
+        let n = 20_000;
+        let total: Duration = (0..n)
+            .map(|_| next_gap(every, Arrivals::Poisson, &mut rng))
+            .sum();
+        let mean = total.as_secs_f64() / f64::from(n);
+        assert!((0.095..0.105).contains(&mean), "mean gap {mean}");
+        let late = resume_at(
+            Instant::now() - Duration::from_secs(1),
+            Instant::now(),
+            every,
+            Arrivals::Poisson,
+            &mut rng,
+        );
+        assert!(late >= Instant::now() - Duration::from_millis(1));
+    }
 }
