@@ -8,6 +8,8 @@
 #                LOAD_ARGS='…' for its flags (frontier-load --help); figures in docs/benchmarks.md
 #   make load-idle  19,000 idle authenticated connections on one gateway (IDLE=N), with a
 #                few games moving: the gateway's RSS per connection
+#   make floor-compare  the live path side by side with ../shared/floor (the bare hops):
+#                alternated runs, CPU per move and per-second p99 (FLOOR_RATES, FLOOR_REPEATS)
 #   make load-idle-cost  the same connections with nothing moving: each process's CPU per
 #                second per idle connection, Redis and NATS included
 #   make ladder  engine level matches (self-play, SPRT, Stockfish); results in docs/benchmarks.md
@@ -38,7 +40,7 @@ PERFT := $(CARGO) run --quiet --release -p frontier-rules --bin perft --
 IMAGE ?= frontier:dev
 DEPLOY_PY := scripts/deploy-python.sh
 
-.PHONY: all build test lint fmt perft bench load load-idle load-idle-cost load-clusters chaos-clusters soak ladder fuzz run dev clean deploy-check k8s scaling-check image image-offline browser-test rig chaos
+.PHONY: all build test lint fmt perft bench load load-idle load-idle-cost floor-compare load-clusters chaos-clusters soak ladder fuzz run dev clean deploy-check k8s scaling-check image image-offline browser-test rig chaos
 
 all: build
 
@@ -140,12 +142,31 @@ load:
 	BENCH_ALL=1 scripts/test-services.sh scripts/bench-live.sh frontier $(RELEASE_BIN)/frontier -- \
 		$(LOAD_ARGS) --json $(LOAD_OUT)/load.json --svg $(LOAD_OUT)/load.svg
 # What an idle authenticated connection costs: IDLE connections held with no game moving;
-# each process's CPU per second per connection (Redis and NATS included) over the minute
-# after they are all open.
+# frontier-load's "idle cost" line: each process's CPU per second per connection (Redis
+# and NATS included) from the moment they are all open to the end of the run.
 load-idle-cost:
 	$(CARGO) build --release -p frontier -p frontier-integration-tests --bin frontier --bin frontier-load
-	IDLE_CONNECTIONS=$(IDLE) BENCH_WARMUP=$$(( $(IDLE) / 400 + 15 )) scripts/test-services.sh scripts/bench-live.sh frontier $(RELEASE_BIN)/frontier 0 $$(( $(IDLE) / 400 + 75 )) -- \
+	scripts/test-services.sh scripts/bench-live.sh frontier $(RELEASE_BIN)/frontier 0 $$(( $(IDLE) / 400 + 70 )) -- \
 		--idle $(IDLE) --idle-rate 400 --source-addrs 4 --idle-after 0
+
+# Side by side with ../shared/floor (the bare hops of the live path, when it is there):
+# both built in release, then alternated runs (floor, project, project, floor, …) at each
+# of FLOOR_RATES moves/s over 1,000 games, FLOOR_REPEATS times, and the table of medians:
+# CPU per move of every process and the per-second p99 (figures in docs/benchmarks.md).
+# FLOOR_RATES=10 gives the idle-ish case of issue 30 (CPU per second = µs per move × 10).
+FLOOR ?= ../shared/floor
+FLOOR_RATES ?= 1000,2000
+FLOOR_REPEATS ?= 3
+FLOOR_TARGET ?= $${HOME:-/root}/.cache/floor-target
+floor-compare:
+	@test -f $(FLOOR)/bench/run.py || { echo "*** floor-compare: no $(FLOOR)/bench/run.py (the floor to compare with) ***"; exit 1; }
+	$(CARGO) build --release -p frontier -p frontier-integration-tests --bin frontier --bin frontier-load
+	CARGO_TARGET_DIR=$(FLOOR_TARGET) $(CARGO) build --release --manifest-path $(FLOOR)/Cargo.toml
+	@work=$$(mktemp -d /tmp/floor-compare-XXXXXX); mkdir -p $$work/main; \
+		ln -s $${CARGO_TARGET_DIR:-$(CURDIR)/target} $$work/main/target; \
+		export CARGO_TARGET_DIR=$(FLOOR_TARGET) FRONTIER_MAIN=$$work/main FLOOR_RESULTS=$$work/results; \
+		WARM=$${WARM:-8} WINDOW=$${WINDOW:-20} python3 $(FLOOR)/bench/run.py series --rates $(FLOOR_RATES) --workers 1 --repeats $(FLOOR_REPEATS) --tag compare && \
+		python3 $(FLOOR)/bench/run.py table; echo "runs kept in $$work/results/runs.jsonl"
 
 load-idle:
 	$(CARGO) build --release -p frontier -p frontier-integration-tests --bin frontier --bin frontier-load

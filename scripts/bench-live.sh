@@ -112,6 +112,10 @@ snapshot() {
   done
 }
 snapshot
+# Every process measured here, for the load tool's own CPU lines (`--cpu-pid`: with --idle,
+# what an idle connection costs each).
+CPU_PIDS=()
+for i in "${!pids[@]}"; do CPU_PIDS+=(--cpu-pid "${names[$i]}=${pids[$i]}"); done
 # RSS_LOG=FILE: every RSS_EVERY seconds (default 10), one line per service process:
 # "seconds name rss_kib cpu_ticks" (the soak reads it for memory flatness); the services
 # started here only, not Redis and NATS.
@@ -136,7 +140,7 @@ fi
 # load tool's per-second series after S). Not with a --json of the caller's own.
 if [ -n "${BENCH_WARMUP:-}" ]; then
   series=$(mktemp /tmp/bench-series-XXXXXX.json)
-  "$LOAD" --addr $GW --pairs "$PAIRS" --seconds "$SECONDS_" --gateway-pid "$gateway_pid" "${EXTRA[@]}" --json "$series" >"$series.out" &
+  "$LOAD" --addr $GW --pairs "$PAIRS" --seconds "$SECONDS_" --gateway-pid "$gateway_pid" "${CPU_PIDS[@]}" "${EXTRA[@]}" --json "$series" >"$series.out" &
   load_pid=$!
   sleep "$BENCH_WARMUP"
   snapshot
@@ -148,7 +152,7 @@ if [ -n "${BENCH_WARMUP:-}" ]; then
   echo "$out"
   echo "  steady state   $steady"
 else
-  out=$("$LOAD" --addr $GW --pairs "$PAIRS" --seconds "$SECONDS_" --gateway-pid "$gateway_pid" "${EXTRA[@]}")
+  out=$("$LOAD" --addr $GW --pairs "$PAIRS" --seconds "$SECONDS_" --gateway-pid "$gateway_pid" "${CPU_PIDS[@]}" "${EXTRA[@]}")
   echo "$out"
   moves=$(sed -n 's/^\([0-9]*\) moves in.*/\1/p' <<<"$out" | tail -1)
 fi
@@ -160,20 +164,4 @@ for i in "${!pids[@]}"; do
   awk -v n="${names[$i]}" -v t="$used" -v hz="$hz" -v m="$moves" -v w="$sw" \
     'BEGIN { m = (m > 0 ? m : 1); printf "  %-13s %6.2f s CPU, %5.1f us per move, %4.2f context switches per move\n", n, t / hz, t / hz * 1e6 / m, w / m }'
 done
-# IDLE_CONNECTIONS=N (with BENCH_WARMUP past the moment they are all open): what an idle
-# connection costs — each process's CPU over the measured window, per second and per idle
-# connection, Redis and NATS included, and all of them together.
-if [ -n "${IDLE_CONNECTIONS:-}" ]; then
-  window=$(( SECONDS_ - ${BENCH_WARMUP:-0} ))
-  total=0
-  echo "  idle cost over the last $window s, per idle connection (of $IDLE_CONNECTIONS):"
-  for i in "${!pids[@]}"; do
-    used=$(( $(ticks "${pids[$i]}") - ${before[$i]} ))
-    total=$(( total + used ))
-    awk -v n="${names[$i]}" -v t="$used" -v hz="$hz" -v w="$window" -v c="$IDLE_CONNECTIONS" \
-      'BEGIN { printf "  %-13s %7.3f ms CPU per second, %6.3f us per second per idle connection\n", n, t / hz / w * 1e3, t / hz / w / c * 1e6 }'
-  done
-  awk -v t="$total" -v hz="$hz" -v w="$window" -v c="$IDLE_CONNECTIONS" \
-    'BEGIN { printf "  %-13s %7.3f ms CPU per second, %6.3f us per second per idle connection\n", "all", t / hz / w * 1e3, t / hz / w / c * 1e6 }'
-fi
 echo "  load average after: $(cut -d' ' -f1-3 /proc/loadavg)"

@@ -101,6 +101,14 @@ BOARDS: dict[str, tuple[str, list[dict]]] = {
         series("game-session Act p50 / p99 (server side)",
                quantiles("frontier_grpc_server_duration_seconds", f'{GS}, method="Act"', label="Act"), "s",
                "game-session's own share of a move's round trip."),
+        series("A move's stages p50 / p99: gateway",
+               quantiles("frontier_gateway_stage_seconds", GW, by="stage"), "s",
+               "session: the Act call to game-session as the gateway sees it; relay: from game-session's publish "
+               "to the event's receipt at the gateway (NATS; the two hosts' clocks)."),
+        series("A move's stages p50 / p99: game-session",
+               quantiles("frontier_game_session_stage_seconds", GS, by="stage"), "s",
+               "load: a game read from Redis (a cache miss); render: frames and record encoded; store: the "
+               "compare-and-set; publish: events, bot jobs and finished records sent."),
         series("WebSocket error frames/s by code",
                [q(f"sum by (code) (rate(frontier_gateway_ws_errors_total{{{GW}}}[{RATE}]))", "{{code}}")], "ops"),
         series("Refusals/s by reason (abuse limits)",

@@ -128,6 +128,16 @@ pub fn metrics() -> PrometheusHandle {
                 .set_buckets(&[
                     0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5,
                 ])
+                // A move's stages last microseconds to milliseconds.
+                .and_then(|b| {
+                    b.set_buckets_for_metric(
+                        Matcher::Suffix("_stage_seconds".to_owned()),
+                        &[
+                            0.000_025, 0.000_05, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005,
+                            0.01, 0.025, 0.05, 0.1, 0.25,
+                        ],
+                    )
+                })
                 // Bot thinking and queue waits last seconds, not milliseconds.
                 .and_then(|b| {
                     b.set_buckets_for_metric(

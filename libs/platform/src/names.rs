@@ -32,6 +32,18 @@ pub const VERSION_HEADER: &str = "Frontier-Version";
 /// without reading the frame.
 pub const ENDED_HEADER: &str = "Frontier-Ended";
 
+/// Header of a game event: when game-session published it (Unix µs), for the gateway's
+/// `relay` stage histogram (the time from publish to the frame handed to its followers).
+pub const PUBLISHED_AT_HEADER: &str = "Frontier-Published-At";
+
+/// Now as Unix µs (the `Frontier-Published-At` header's unit).
+pub fn unix_micros() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_micros() as u64)
+        .unwrap_or_default()
+}
+
 /// NATS header present (`1`) on a client-protocol frame published on a player subject
 /// (`<ns>.player.<id>`: a rematch notice) for the player's gateways to relay as it is;
 /// matchmaking's `matched` notices there are protobuf and carry no such header.

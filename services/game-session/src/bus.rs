@@ -189,6 +189,10 @@ impl EventBus for NatsBus {
     ) -> Result<(), BusError> {
         let mut headers = async_nats::HeaderMap::new();
         headers.insert(VERSION_HEADER, frames.version.to_string().as_str());
+        headers.insert(
+            frontier_platform::names::PUBLISHED_AT_HEADER,
+            frontier_platform::names::unix_micros().to_string().as_str(),
+        );
         if frames.ended {
             headers.insert(ENDED_HEADER, "1");
         }

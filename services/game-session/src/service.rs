@@ -394,6 +394,12 @@ impl<S: GameStore, B: EventBus> GameService<S, B> {
     /// Publishes a stored change; failures are logged, since subscribers fill gaps from the
     /// log, and finished records and bot jobs are retried from their outboxes.
     async fn publish(&self, game: &GameId, live: &LiveGame, committed: &Committed) {
+        let publishing = std::time::Instant::now();
+        self.publish_all(game, live, committed).await;
+        stage(Stage::Publish).record(publishing.elapsed().as_secs_f64());
+    }
+
+    async fn publish_all(&self, game: &GameId, live: &LiveGame, committed: &Committed) {
         for frames in &committed.frames {
             if let Err(e) = self.bus.publish_game_event(game, frames).await {
                 metrics::counter!("frontier_game_session_publish_errors_total", "kind" => "event")
@@ -895,22 +901,24 @@ impl<S: GameStore, B: EventBus> GameService<S, B> {
         change: &Change,
         now_ms: i64,
     ) -> Result<Option<Committed>, SessionError> {
+        let rendering = std::time::Instant::now();
         let frames = render::frames(live, &change.happened, version + 1, now_ms);
         let job = bot_job(game, live, version + 1, now_ms);
-        let stored: bool = self
-            .store
-            .compare_and_set(Write {
-                game: *game,
-                expected: version,
-                version: version + 1,
-                state: storage::encode(live),
-                entries: vec![storage::log_entry(&frames)],
-                finished_ttl: change.finished.then_some(self.settings.finished_ttl),
-                outbox: change.finished && live.is_recorded(),
-                deadline: live.deadline(),
-                bot_job: job.clone(),
-            })
-            .await?;
+        let write = Write {
+            game: *game,
+            expected: version,
+            version: version + 1,
+            state: storage::encode(live),
+            entries: vec![storage::log_entry(&frames)],
+            finished_ttl: change.finished.then_some(self.settings.finished_ttl),
+            outbox: change.finished && live.is_recorded(),
+            deadline: live.deadline(),
+            bot_job: job.clone(),
+        };
+        let storing = std::time::Instant::now();
+        stage(Stage::Render).record((storing - rendering).as_secs_f64());
+        let stored: bool = self.store.compare_and_set(write).await?;
+        stage(Stage::Store).record(storing.elapsed().as_secs_f64());
         if stored {
             count(live, change);
         } else {
@@ -969,7 +977,12 @@ impl<S: GameStore, B: EventBus> GameService<S, B> {
             let from_cache = cached.is_some();
             let (version, live) = match cached {
                 Some(hit) => hit,
-                None => self.load(game).await?,
+                None => {
+                    let loading = std::time::Instant::now();
+                    let loaded = self.load(game).await?;
+                    stage(Stage::Load).record(loading.elapsed().as_secs_f64());
+                    loaded
+                }
             };
             let tried = self
                 .try_act(
@@ -1180,4 +1193,27 @@ impl<S: GameStore, B: EventBus> GameService<S, B> {
         }
         Ok((audience, Resume::Events(frames)))
     }
+}
+
+/// A stage of an action in game-session, for `frontier_game_session_stage_seconds{stage}`:
+/// `load` (a game read from the store: a cache miss), `render` (the audiences' frames and
+/// the record encoded), `store` (the compare-and-set), `publish` (events, jobs and the
+/// finished record sent).
+#[derive(Clone, Copy)]
+enum Stage {
+    Load,
+    Render,
+    Store,
+    Publish,
+}
+
+/// The stage's histogram, registered once (a lookup by name and label on every action
+/// costs more than the recording).
+fn stage(stage: Stage) -> &'static metrics::Histogram {
+    static STAGES: std::sync::OnceLock<[metrics::Histogram; 4]> = std::sync::OnceLock::new();
+    let all = STAGES.get_or_init(|| {
+        ["load", "render", "store", "publish"]
+            .map(|s| metrics::histogram!("frontier_game_session_stage_seconds", "stage" => s))
+    });
+    &all[stage as usize]
 }

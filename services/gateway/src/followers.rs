@@ -31,6 +31,8 @@ pub trait Followed: Send + Sync {
     fn game(&self) -> GameId;
     /// The follower's seat, if it is a player of the game.
     fn seat(&self) -> Option<Color>;
+    /// The follower's player id (for a game-session too old to take a `Tick`).
+    fn player(&self) -> &str;
     /// Whether a frame came since the last call (and starts a new interval).
     fn heard_since_last(&self) -> bool;
     /// The last version relayed to the follower, if any.
@@ -181,6 +183,13 @@ impl Followers {
                         .iter()
                         .filter_map(|g| g.parse::<GameId>().ok()),
                 ),
+                Err(status) if status.code() == tonic::Code::Unimplemented => {
+                    // A game-session of an earlier release (a rolling upgrade): each seat's
+                    // presence on its own, as that release's gateways did.
+                    self.presence_one_by_one(sessions).await;
+                    behind.extend(q.iter().map(|(g, _)| *g));
+                    break;
+                }
                 Err(status) => {
                     tracing::debug!(%status, "the presence tick failed");
                     metrics::counter!("frontier_gateway_tick_errors_total").increment(1);
@@ -196,6 +205,22 @@ impl Followers {
         for f in quiet {
             if behind.contains(&f.game()) {
                 f.behind();
+            }
+        }
+    }
+
+    /// Presence reported per seat (`Presence`), for a game-session that has no `Tick`.
+    async fn presence_one_by_one(&self, sessions: &Sessions) {
+        for f in self.live() {
+            if f.seat().is_none() {
+                continue;
+            }
+            let request = pb::PresenceRequest {
+                game_id: f.game().to_string(),
+                player_id: f.player().to_owned(),
+            };
+            if let Err(status) = sessions.clone().presence(request).await {
+                tracing::debug!(%status, "presence report failed");
             }
         }
     }
@@ -241,6 +266,9 @@ mod tests {
         }
         fn seat(&self) -> Option<Color> {
             self.seat
+        }
+        fn player(&self) -> &str {
+            "p"
         }
         fn heard_since_last(&self) -> bool {
             self.heard.swap(false, Ordering::AcqRel)

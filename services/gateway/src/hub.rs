@@ -121,6 +121,14 @@ impl EventSource for NatsSource {
                     None if headers.is_some_and(|h| h.get(NOTICE_HEADER).is_some()) => 0,
                     None => return None,
                 };
+                if let Some(at) = headers
+                    .and_then(|h| h.get(frontier_platform::names::PUBLISHED_AT_HEADER))
+                    .and_then(|v| v.as_str().parse::<u64>().ok())
+                {
+                    // Publish to receipt (clocks of two hosts: a negative span reads 0).
+                    let span = frontier_platform::names::unix_micros().saturating_sub(at);
+                    relay_stage().record(span as f64 / 1e6);
+                }
                 let context = frontier_platform::trace::extract_headers(msg.headers.as_ref());
                 let ended = msg
                     .headers
@@ -136,6 +144,12 @@ impl EventSource for NatsSource {
             Ok(frames.boxed())
         })
     }
+}
+
+/// A move's `relay` stage: from game-session's publish to the event's receipt here.
+fn relay_stage() -> &'static metrics::Histogram {
+    static STAGE: std::sync::OnceLock<metrics::Histogram> = std::sync::OnceLock::new();
+    STAGE.get_or_init(|| metrics::histogram!("frontier_gateway_stage_seconds", "stage" => "relay"))
 }
 
 /// Events from an in-process [`LocalBus`](frontier_platform::local_bus::LocalBus).

@@ -1167,7 +1167,11 @@ impl<A: Accounts> Connection<A> {
         if let Some(relayed) = &relayed {
             relayed.begin_action();
         }
+        let called = std::time::Instant::now();
         let answer = sessions.act(request).await;
+        if is_move {
+            session_stage().record(called.elapsed().as_secs_f64());
+        }
         if let Some(relayed) = &relayed {
             let stored = match &answer {
                 Ok(r) if !r.get_ref().frame.is_empty() => Some((
@@ -1486,6 +1490,8 @@ struct Feed {
     game: GameId,
     /// The follower's seat, if it plays the game (its presence is reported).
     seat: Option<frontier_rules::Color>,
+    /// The follower's player id.
+    player: String,
     /// A frame came since the last presence tick.
     heard: AtomicBool,
     /// The board still counts as waiting for a second player: a version past 1 wakes the
@@ -1518,6 +1524,10 @@ impl crate::followers::Followed for Feed {
 
     fn seat(&self) -> Option<frontier_rules::Color> {
         self.seat
+    }
+
+    fn player(&self) -> &str {
+        &self.player
     }
 
     fn heard_since_last(&self) -> bool {
@@ -1721,6 +1731,7 @@ impl<A: Accounts> Follower<A> {
             out: self.out.clone(),
             game: self.game,
             seat,
+            player: self.player_id.clone(),
             heard: AtomicBool::new(true),
             waiting: AtomicBool::new(waiting),
             needs: AtomicU8::new(0),
@@ -1813,6 +1824,13 @@ impl<A: Accounts> Follower<A> {
             }
         }
     }
+}
+
+/// A move's `session` stage: the `Act` call to game-session, as the gateway sees it.
+fn session_stage() -> &'static metrics::Histogram {
+    static STAGE: std::sync::OnceLock<metrics::Histogram> = std::sync::OnceLock::new();
+    STAGE
+        .get_or_init(|| metrics::histogram!("frontier_gateway_stage_seconds", "stage" => "session"))
 }
 
 /// The counter of client messages of one type, registered once (a lookup by name and

@@ -15,6 +15,20 @@ use clap::{Parser, ValueEnum};
 /// `--spectators` per game, `--bots` games against the computer, `--idle` idle
 /// authenticated connections, `--matchmaking` quick-match arrivals, `--flags` games left
 /// to run out of time and `--login-flood` wrong-password logins.
+/// `NAME=PID`.
+fn parse_named_pid(s: &str) -> Result<(String, u32), String> {
+    let (name, pid) = s
+        .split_once('=')
+        .ok_or_else(|| format!("`{s}` is not NAME=PID"))?;
+    let pid = pid
+        .parse()
+        .map_err(|_| format!("`{s}`: the PID is a whole number"))?;
+    if name.is_empty() {
+        return Err(format!("`{s}`: a name before the ="));
+    }
+    Ok((name.to_owned(), pid))
+}
+
 /// How open-loop moves are scheduled (`--arrivals`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub(crate) enum Arrivals {
@@ -134,6 +148,13 @@ pub(crate) struct Args {
     /// and after the idle connections opened, and the growth per connection.
     #[arg(long, value_name = "PID")]
     pub(crate) gateway_pid: Option<u32>,
+
+    /// A process whose CPU to report (repeat for each): with `--idle`, its CPU per second
+    /// per idle connection from the moment every idle connection was attempted to the end
+    /// of the run (user + system time from /proc/PID/stat), and all of them together — what
+    /// an idle connection costs, per process, Redis and NATS included if named.
+    #[arg(long = "cpu-pid", value_name = "NAME=PID", value_parser = parse_named_pid)]
+    pub(crate) cpu_pids: Vec<(String, u32)>,
 
     /// Quick-match arrivals: guests arriving at this many per second (alternating over the
     /// gateways) seek the casual standard 3+0 pool; reports the time to pair and how many

@@ -48,6 +48,12 @@ pub(crate) async fn idle(run: Arc<Run>) {
     {
         check.tick().await;
     }
+    *run.idle.cpu_opened.lock().expect("not poisoned") = run
+        .args
+        .cpu_pids
+        .iter()
+        .filter_map(|(name, pid)| Some((name.clone(), *pid, crate::stats::cpu_seconds(*pid)?)))
+        .collect();
     run.idle.all_open_at.get_or_init(|| run.started.elapsed());
     *run.idle.rss_opened.lock().expect("not poisoned") = pid.and_then(crate::stats::rss_kib);
     while tasks.join_next().await.is_some() {}

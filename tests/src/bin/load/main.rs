@@ -59,6 +59,8 @@ pub(crate) struct IdleCounts {
     pub(crate) rss_before: Mutex<Option<u64>>,
     pub(crate) rss_opened: Mutex<Option<u64>>,
     pub(crate) all_open_at: OnceLock<Duration>,
+    /// CPU seconds of each `--cpu-pid` process once every idle connection was attempted.
+    pub(crate) cpu_opened: Mutex<Vec<(String, u32, f64)>>,
 }
 
 impl Run {
@@ -258,6 +260,15 @@ async fn load(matches: clap::ArgMatches) -> anyhow::Result<()> {
     let moves_at_stop = run.moves.load(Ordering::Relaxed);
     let cpu_after = stats::own_cpu();
     let rss_end = args.gateway_pid.and_then(stats::rss_kib);
+    let cpu_end: Vec<Option<f64>> = run
+        .idle
+        .cpu_opened
+        .lock()
+        .expect("not poisoned")
+        .iter()
+        .map(|(_, pid, _)| stats::cpu_seconds(*pid))
+        .collect();
+    let ended_at = run.started.elapsed();
     let idle_open_at_stop = run.idle.open.load(Ordering::Relaxed);
     if live && tty {
         eprintln!();
@@ -445,7 +456,33 @@ async fn load(matches: clap::ArgMatches) -> anyhow::Result<()> {
                 ),
             ));
         }
+        // What an idle connection costs each named process, per second, once all are open.
+        let opened_cpu = run.idle.cpu_opened.lock().expect("not poisoned").clone();
+        let mut idle_cpu = serde_json::Map::new();
+        if let (Some(at), false) = (run.idle.all_open_at.get(), opened_cpu.is_empty()) {
+            let window = ended_at.saturating_sub(*at).as_secs_f64();
+            let mut total = 0.0;
+            let mut cells = Vec::new();
+            for ((name, _, start), end) in opened_cpu.iter().zip(&cpu_end) {
+                let Some(end) = end else { continue };
+                let per_s = (end - start) / window.max(0.001);
+                total += per_s;
+                let per_conn = per_s * 1e6 / open.max(1) as f64;
+                cells.push(format!("{name} {:.2} ms/s ({per_conn:.2})", per_s * 1e3));
+                idle_cpu.insert(name.clone(), json!(round(per_conn, 3)));
+            }
+            let per_conn = total * 1e6 / open.max(1) as f64;
+            idle_cpu.insert("all".into(), json!(round(per_conn, 3)));
+            table.push((
+                "idle cost".into(),
+                format!(
+                    "{per_conn:.2} µs CPU per second per idle connection in all over the last {window:.0} s: {}",
+                    cells.join(", ")
+                ),
+            ));
+        }
         report["idle"] = json!({
+            "cpu_us_per_s_per_connection": idle_cpu,
             "asked": args.idle, "open_at_end": open,
             "failed": run.idle.failed.load(Ordering::Relaxed),
             "dropped": run.idle.dropped.load(Ordering::Relaxed),

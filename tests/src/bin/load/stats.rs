@@ -190,6 +190,12 @@ pub(crate) fn parse_cpu(stat: &str) -> Option<(f64, f64)> {
     Some((user as f64 / 100.0, system as f64 / 100.0))
 }
 
+/// A process's CPU time so far (user + system), in seconds.
+pub(crate) fn cpu_seconds(pid: u32) -> Option<f64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    parse_cpu(&stat).map(|(user, system)| user + system)
+}
+
 /// A process's resident memory in KiB (VmRSS of /proc/PID/status).
 pub(crate) fn rss_kib(pid: u32) -> Option<u64> {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
