@@ -24,7 +24,10 @@ const FORM_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// Runs `command` to its end, at most `limit` (then it is killed): its output, or an
 /// error saying it did not finish. A test never waits on a tool that stopped answering.
-fn run_bounded(command: &mut Command, limit: Duration) -> anyhow::Result<std::process::Output> {
+pub(crate) fn run_bounded(
+    command: &mut Command,
+    limit: Duration,
+) -> anyhow::Result<std::process::Output> {
     let mut child = command
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
@@ -47,19 +50,19 @@ fn run_bounded(command: &mut Command, limit: Duration) -> anyhow::Result<std::pr
     }
 }
 
-fn temp_dir(kind: &str) -> anyhow::Result<PathBuf> {
+pub(crate) fn temp_dir(kind: &str) -> anyhow::Result<PathBuf> {
     let dir =
         std::env::temp_dir().join(format!("frontier-{kind}-{}", uuid::Uuid::new_v4().simple()));
     std::fs::create_dir_all(&dir)?;
     Ok(dir)
 }
 
-fn log_file(dir: &Path, name: &str) -> anyhow::Result<Stdio> {
+pub(crate) fn log_file(dir: &Path, name: &str) -> anyhow::Result<Stdio> {
     Ok(std::fs::File::create(dir.join(name))?.into())
 }
 
 /// Waits (polling every 50 ms) until `ready` holds, at most `timeout`.
-fn wait_until(
+pub(crate) fn wait_until(
     what: &str,
     timeout: Duration,
     mut ready: impl FnMut() -> bool,
@@ -252,7 +255,7 @@ impl Drop for RedisCluster {
 
 /// Runs `redis-cli -p <port> <args>`; its output, or an error if it failed or answered one.
 /// Bounded: a node that accepts but does not answer makes it an error within 10 s.
-fn cli(port: u16, args: &[&str]) -> anyhow::Result<String> {
+pub(crate) fn cli(port: u16, args: &[&str]) -> anyhow::Result<String> {
     let out = run_bounded(
         Command::new("redis-cli")
             .args(["-h", "127.0.0.1", "-p", &port.to_string()])

@@ -715,6 +715,7 @@ impl<S: GameStore, B: EventBus> GameService<S, B> {
             ));
         }
         if let Some((version, _)) = self.store.load(&new.game).await? {
+            self.store.replicated(&new.game).await?;
             return Ok((new.game, version, false));
         }
         let (creator, creator_color, joiner) = match (&new.white, &new.black) {
@@ -777,6 +778,7 @@ impl<S: GameStore, B: EventBus> GameService<S, B> {
                 .load(&new.game)
                 .await?
                 .ok_or_else(|| SessionError::Internal("a match's game vanished".into()))?;
+            self.store.replicated(&new.game).await?;
             return Ok((new.game, version, false));
         }
         count(&live, &created);
@@ -1034,6 +1036,9 @@ impl<S: GameStore, B: EventBus> GameService<S, B> {
         if !action_id.is_empty()
             && let Some(applied) = live.applied_action(seat, action_id)
         {
+            // The attempt that applied it may have been answered `unavailable` for want of
+            // replicas: the repeat is acknowledged only once they have it.
+            self.store.replicated(game).await?;
             return Ok(Attempt::Repeated(applied));
         }
         if let Some(expected) = expected_version

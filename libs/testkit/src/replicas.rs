@@ -1,0 +1,159 @@
+//! A throwaway Redis primary with replicas on loopback (`redis-server --replicaof`), each
+//! node in its own folder of a temporary directory: any node killed (SIGKILL), paused
+//! (SIGSTOP) and resumed, or restarted from its folder on demand. Every process is killed
+//! when the value drops.
+
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use anyhow::{Context as _, bail};
+
+use crate::cluster::{cli, log_file, temp_dir, wait_until};
+use crate::free_port;
+
+/// How long a node may take to start or a replica to catch up with its primary.
+const SYNC_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// A Redis primary (node 0) and its replicas (nodes 1…).
+pub struct ReplicatedRedis {
+    dir: PathBuf,
+    ports: Vec<u16>,
+    nodes: Vec<Option<Child>>,
+}
+
+impl ReplicatedRedis {
+    /// Starts a primary and `replicas` replicas of it, and waits until every replica has
+    /// synchronised (its link to the primary is up and the primary counts it).
+    pub fn start(replicas: usize) -> anyhow::Result<ReplicatedRedis> {
+        let mut redis = ReplicatedRedis {
+            dir: temp_dir("redis-replicated")?,
+            ports: Vec::new(),
+            nodes: Vec::new(),
+        };
+        for _ in 0..=replicas {
+            redis.ports.push(free_port()?);
+            redis.nodes.push(None);
+        }
+        for i in 0..=replicas {
+            redis.spawn(i)?;
+        }
+        for i in 0..=replicas {
+            redis.wait_answers(i)?;
+        }
+        for i in 1..=replicas {
+            redis.wait_synced(i)?;
+        }
+        Ok(redis)
+    }
+
+    /// Starts node `i`: the primary as itself, a replica of the primary.
+    fn spawn(&mut self, i: usize) -> anyhow::Result<()> {
+        let node_dir = self.dir.join(format!("n{i}"));
+        std::fs::create_dir_all(&node_dir)?;
+        let mut command = Command::new("redis-server");
+        command
+            .args(["--port", &self.ports[i].to_string()])
+            .args(["--bind", "127.0.0.1"])
+            .args(["--appendonly", "yes"])
+            .args(["--appendfsync", "always"])
+            .args(["--save", ""])
+            .arg("--dir")
+            .arg(&node_dir);
+        if i > 0 {
+            command.args(["--replicaof", "127.0.0.1", &self.ports[0].to_string()]);
+        }
+        let child = command
+            .stdout(log_file(&node_dir, "redis.log")?)
+            .stderr(Stdio::null())
+            .spawn()
+            .context("starting redis-server (is Redis 7 installed?)")?;
+        self.nodes[i] = Some(child);
+        Ok(())
+    }
+
+    fn wait_answers(&self, i: usize) -> anyhow::Result<()> {
+        let port = self.ports[i];
+        wait_until("redis node", SYNC_TIMEOUT, || cli(port, &["PING"]).is_ok())
+    }
+
+    /// Waits until replica `i`'s link to the primary is up and it has loaded the primary's
+    /// data.
+    pub fn wait_synced(&self, i: usize) -> anyhow::Result<()> {
+        let port = self.ports[i];
+        wait_until("replica synchronised", SYNC_TIMEOUT, || {
+            cli(port, &["INFO", "replication"]).is_ok_and(|info| {
+                info.contains("master_link_status:up") && info.contains("master_sync_in_progress:0")
+            })
+        })
+    }
+
+    /// The primary's URL.
+    pub fn url(&self) -> String {
+        format!("redis://127.0.0.1:{}", self.ports[0])
+    }
+
+    /// The port of node `i` (0: the primary).
+    pub fn port(&self, i: usize) -> u16 {
+        self.ports[i]
+    }
+
+    /// Runs a command on node `i` through `redis-cli` (bounded): its output.
+    pub fn cli(&self, i: usize, args: &[&str]) -> anyhow::Result<String> {
+        cli(self.ports[i], args)
+    }
+
+    /// Kills node `i` (SIGKILL).
+    pub fn kill(&mut self, i: usize) -> anyhow::Result<()> {
+        if let Some(mut child) = self.nodes[i].take() {
+            child.kill()?;
+            child.wait()?;
+        }
+        Ok(())
+    }
+
+    /// Restarts node `i` from its folder and waits until it answers (a replica: until it
+    /// has synchronised again).
+    pub fn restart(&mut self, i: usize) -> anyhow::Result<()> {
+        self.spawn(i)?;
+        self.wait_answers(i)?;
+        if i > 0 {
+            self.wait_synced(i)?;
+        }
+        Ok(())
+    }
+
+    /// Stops node `i` without ending it (SIGSTOP): its connections stay open and nothing
+    /// answers on them.
+    pub fn pause(&self, i: usize) -> anyhow::Result<()> {
+        self.signal(i, "-STOP")
+    }
+
+    /// Lets a paused node `i` run again (SIGCONT).
+    pub fn resume(&self, i: usize) -> anyhow::Result<()> {
+        self.signal(i, "-CONT")
+    }
+
+    fn signal(&self, i: usize, signal: &str) -> anyhow::Result<()> {
+        let Some(child) = &self.nodes[i] else {
+            bail!("node {i} is not running");
+        };
+        let status = Command::new("kill")
+            .arg(signal)
+            .arg(child.id().to_string())
+            .status()?;
+        anyhow::ensure!(status.success(), "kill {signal} {}", child.id());
+        Ok(())
+    }
+}
+
+impl Drop for ReplicatedRedis {
+    fn drop(&mut self) {
+        for node in self.nodes.iter_mut().flatten() {
+            // A paused process ends on SIGKILL all the same.
+            let _ = node.kill();
+            let _ = node.wait();
+        }
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
