@@ -57,6 +57,9 @@ impl ReplicatedRedis {
             .args(["--bind", "127.0.0.1"])
             .args(["--appendonly", "yes"])
             .args(["--appendfsync", "always"])
+            // A replica (re)joining is synchronised at once, not after the 5 s a master
+            // waits by default for more replicas to share one diskless transfer.
+            .args(["--repl-diskless-sync-delay", "0"])
             .args(["--save", ""])
             .arg("--dir")
             .arg(&node_dir);
