@@ -1,12 +1,18 @@
-//! Losing a Redis master under load, on a Redis Cluster of three masters with a replica
-//! each (throwaway `redis-server`s, `cluster-node-timeout` 2 s): pairs of clients play
-//! random legal moves through two gateways and two game-sessions (`--redis-ack-replicas
-//! 1`), one master is SIGKILLed, the cluster promotes its replica, and the killed node is
-//! started again (as a pod would be) and rejoins as the new master's replica. A move the
-//! platform could not make safe meanwhile is answered `unavailable` and sent again under
-//! the same id. The verdict comes from the records: every acknowledged move is in its
-//! game, in order, at the version it was acknowledged at (none lost, doubled or skipped),
-//! and the killed master's games resumed within 10 s.
+//! Losing a Redis master under load, with throwaway `redis-server`s on loopback: pairs of
+//! clients play random legal moves through two gateways and two game-sessions
+//! (`--redis-ack-replicas 1`) while a master is SIGKILLed —
+//!
+//! - on a Redis Cluster of three masters with a replica each (`cluster-node-timeout`
+//!   2 s): the cluster promotes the replica, and the killed node is started again (as a
+//!   pod would be) and rejoins as the new master's replica;
+//! - on a primary with two replicas under three Redis Sentinels (`down-after-milliseconds`
+//!   1 s): the sentinels promote a replica and point the other at it; the platform finds
+//!   the new primary through them (`redis+sentinel://`).
+//!
+//! A move the platform could not make safe meanwhile is answered `unavailable` and sent
+//! again under the same id. The verdict comes from the records: every acknowledged move is
+//! in its game, in order, at the version it was acknowledged at (none lost, doubled or
+//! skipped), and the killed master's games resumed within 10 s.
 
 mod common;
 
@@ -19,6 +25,7 @@ use common::{Client, Platform, Servers, start_game};
 use frontier_platform::{GameId, Namespace, RedisConn};
 use frontier_rules::{Color, Position, Variant};
 use frontier_testkit::cluster::RedisCluster;
+use frontier_testkit::replicas::ReplicatedRedis;
 use serde_json::json;
 
 /// `cluster-node-timeout`: how long a master may be silent before it is failed over.
@@ -162,99 +169,76 @@ fn longest_gap(played: &Played, since: Instant, until: Instant) -> Duration {
     longest
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn killing_a_redis_master_with_a_replica_fails_over_and_loses_no_acknowledged_move()
--> anyhow::Result<()> {
-    tokio::time::timeout(LIMIT, failover_steps())
-        .await
-        .map_err(|_| anyhow::anyhow!("not finished within {LIMIT:?}: see the last step"))?
+/// Players at work: the games and the tasks playing them.
+struct Load {
+    stop: Arc<AtomicBool>,
+    games: Vec<(String, GameId)>,
+    tasks: Vec<tokio::task::JoinHandle<anyhow::Result<Played>>>,
 }
 
-async fn failover_steps() -> anyhow::Result<()> {
-    step("starting a Redis Cluster: 3 masters, 3 replicas");
-    let mut redis = RedisCluster::start_replicated(NODE_TIMEOUT_MS)?;
-    let servers = Servers {
-        redis: redis.urls(),
-        nats: frontier_testkit::nats_url(),
-        replicas: 1,
-    };
-    let p = Platform::start_on(&servers, 2, 2, None, &["--redis-ack-replicas", "1"]).await?;
-    let ns = Namespace::new(&p.namespace).map_err(anyhow::Error::msg)?;
-    // What game-session's default would choose here: every master has a replica.
-    let conn = RedisConn::connect(&redis.urls(), false).await?;
-    let store = frontier_game_session::store::RedisStore::new(conn.clone(), ns.clone());
-    assert_eq!(store.replicas_per_master().await?, 1);
-
+/// Starts [`PAIRS`] games, each played by its own task, half of each pair on each gateway.
+async fn start_load(p: &Platform) -> anyhow::Result<Load> {
     step("starting the games");
-    let stop = Arc::new(AtomicBool::new(false));
-    let mut games = Vec::new();
-    let mut tasks = Vec::new();
+    let mut load = Load {
+        stop: Arc::new(AtomicBool::new(false)),
+        games: Vec::new(),
+        tasks: Vec::new(),
+    };
     for i in 0..PAIRS {
         let mut white = Client::guest(p.gateways[i % 2], "white").await?;
         let mut black = Client::guest(p.gateways[(i + 1) % 2], "black").await?;
         let game = start_game(&mut white, &mut black, "standard", "white").await?;
-        let id: GameId = game.parse()?;
-        let slot = frontier_platform::redis_conn::key_slot(ns.game_state_key(&id).as_bytes());
-        games.push((game.clone(), slot));
-        tasks.push(tokio::spawn(play(
+        load.games.push((game.clone(), game.parse()?));
+        load.tasks.push(tokio::spawn(play(
             game,
             white,
             black,
             0x9e37_79b9_7f4a_7c15 ^ i as u64,
-            stop.clone(),
+            load.stop.clone(),
         )));
     }
-    // Load for a moment, then kill the master of the first game.
+    // Everything moving before anything is killed.
     tokio::time::sleep(Duration::from_secs(2)).await;
-    let victim = redis.master_of_slot(games[0].1)?;
-    let doomed: Vec<String> = games
-        .iter()
-        .filter(|(_, slot)| redis.master_of_slot(*slot).ok() == Some(victim))
-        .map(|(g, _)| g.clone())
-        .collect();
-    step(&format!(
-        "killing Redis master {victim} ({} of {PAIRS} games on it)",
-        doomed.len()
-    ));
-    let killed_at = Instant::now();
-    redis.kill(victim)?;
+    Ok(load)
+}
 
-    // The cluster fails it and promotes its replica.
-    let deadline = Instant::now() + Duration::from_secs(60);
-    let promoted = loop {
-        match redis.master_of_slot(games[0].1) {
-            Ok(node) if node != victim => break node,
-            _ => {}
-        }
-        anyhow::ensure!(Instant::now() < deadline, "no replica promoted within 60 s");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    };
-    let promotion = killed_at.elapsed();
-    step(&format!(
-        "node {promoted} promoted after {promotion:?}; restarting node {victim}"
-    ));
-    // As a pod is started again: it rejoins as the new master's replica, and writes to
-    // its slots are confirmed by a replica again.
-    redis.restart(victim)?;
-    redis.wait_replicas_synced()?;
-    let rejoined = killed_at.elapsed();
-    step(&format!(
-        "node {victim} a synchronised replica after {rejoined:?}"
-    ));
-    // Play on past the time the killed master's games had to resume in, and a while after
-    // the node came back: a game that has not resumed shows as one long pause.
+/// What the kill did: when, which games it stopped, and the figures of the failover.
+struct Failover {
+    killed_at: Instant,
+    doomed: Vec<String>,
+    /// What the topology reported, for the figures.
+    figures: String,
+}
+
+/// Plays on past the time the doomed games had to resume in (a game that has not resumed
+/// shows as one long pause), stops the players, and checks every game's record and the
+/// pause of the doomed ones.
+async fn verdict(
+    p: &Platform,
+    load: Load,
+    redis_url: &str,
+    failover: Failover,
+    topology: &str,
+) -> anyhow::Result<()> {
+    let Failover {
+        killed_at,
+        doomed,
+        figures,
+    } = failover;
     let until = (killed_at + RESUME_WITHIN).max(Instant::now()) + Duration::from_secs(3);
     tokio::time::sleep_until(until.into()).await;
-    stop.store(true, Ordering::Relaxed);
+    load.stop.store(true, Ordering::Relaxed);
     let stopped_at = Instant::now();
     let mut played = Vec::new();
-    for t in tasks {
+    for t in load.tasks {
         played.push(t.await??);
     }
 
     step("checking every game's record");
+    let ns = Namespace::new(&p.namespace).map_err(anyhow::Error::msg)?;
+    // A connection made now, to the Redis as it is now.
+    let mut conn = RedisConn::connect(redis_url, false).await?;
     let mut watcher = Client::guest(p.gateways[0], "watcher").await?;
-    let mut conn = conn;
     let (mut moves, mut refused) = (0, 0);
     let mut outages = Vec::new();
     for g in &played {
@@ -304,20 +288,146 @@ async fn failover_steps() -> anyhow::Result<()> {
         .map(|g| longest_gap(g, killed_at, stopped_at))
         .max()
         .unwrap_or_default();
+    let worst = outages.last().copied().unwrap_or_default();
     eprintln!(
-        "figures: replica promoted {promotion:?} after the kill, killed node synchronised again \
-         {rejoined:?}; the killed master's {} games paused at most {:?} (median {:?}), the \
-         others at most {spared_gap:?}; {moves} moves acknowledged, {refused} answers \
-         `unavailable` (each sent again), 0 lost",
+        "figures ({topology}): {figures}; the killed master's {} games paused at most \
+         {worst:?} (median {:?}), the others at most {spared_gap:?}; {moves} moves \
+         acknowledged, {refused} answers `unavailable` (each sent again), 0 lost",
         outages.len(),
-        outages.last().copied().unwrap_or_default(),
         outages.get(outages.len() / 2).copied().unwrap_or_default(),
     );
-    let worst = outages.last().copied().unwrap_or_default();
     assert!(
         worst <= RESUME_WITHIN,
         "the killed master's games paused {worst:?}, more than {RESUME_WITHIN:?}"
     );
+    Ok(())
+}
+
+/// Polls `moved` every 50 ms until it holds (at most 60 s): how long after `since`.
+async fn wait_for(
+    what: &str,
+    since: Instant,
+    mut moved: impl FnMut() -> bool,
+) -> anyhow::Result<Duration> {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !moved() {
+        anyhow::ensure!(Instant::now() < deadline, "{what}: not within 60 s");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    Ok(since.elapsed())
+}
+
+async fn bounded(steps: impl Future<Output = anyhow::Result<()>>) -> anyhow::Result<()> {
+    tokio::time::timeout(LIMIT, steps)
+        .await
+        .map_err(|_| anyhow::anyhow!("not finished within {LIMIT:?}: see the last step"))?
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn killing_a_redis_cluster_master_fails_over_to_its_replica_and_loses_no_acknowledged_move()
+-> anyhow::Result<()> {
+    bounded(cluster_failover()).await
+}
+
+async fn cluster_failover() -> anyhow::Result<()> {
+    step("starting a Redis Cluster: 3 masters, 3 replicas");
+    let mut redis = RedisCluster::start_replicated(NODE_TIMEOUT_MS)?;
+    let servers = Servers {
+        redis: redis.urls(),
+        nats: frontier_testkit::nats_url(),
+        replicas: 1,
+    };
+    let p = Platform::start_on(&servers, 2, 2, None, &["--redis-ack-replicas", "1"]).await?;
+    let ns = Namespace::new(&p.namespace).map_err(anyhow::Error::msg)?;
+    // What game-session's default would choose here: every master has a replica.
+    let conn = RedisConn::connect(&redis.urls(), false).await?;
+    let store = frontier_game_session::store::RedisStore::new(conn, ns.clone());
+    assert_eq!(store.replicas_per_master().await?, 1);
+
+    let load = start_load(&p).await?;
+    let slot_of =
+        |id: &GameId| frontier_platform::redis_conn::key_slot(ns.game_state_key(id).as_bytes());
+    let slot = slot_of(&load.games[0].1);
+    let victim = redis.master_of_slot(slot)?;
+    let doomed: Vec<String> = load
+        .games
+        .iter()
+        .filter(|(_, id)| redis.master_of_slot(slot_of(id)).ok() == Some(victim))
+        .map(|(g, _)| g.clone())
+        .collect();
+    step(&format!(
+        "killing Redis master {victim} ({} of {PAIRS} games on it)",
+        doomed.len()
+    ));
+    let killed_at = Instant::now();
+    redis.kill(victim)?;
+    let promotion = wait_for("a replica promoted", killed_at, || {
+        redis.master_of_slot(slot).is_ok_and(|node| node != victim)
+    })
+    .await?;
+    step(&format!(
+        "its replica promoted after {promotion:?}; restarting node {victim}"
+    ));
+    // As a pod is started again: it rejoins as the new master's replica, and writes to
+    // its slots are confirmed by a replica again.
+    redis.restart(victim)?;
+    redis.wait_replicas_synced()?;
+    let rejoined = killed_at.elapsed();
+    step(&format!(
+        "node {victim} a synchronised replica after {rejoined:?}"
+    ));
+    let figures = format!(
+        "replica promoted {promotion:?} after the kill, the killed node a synchronised \
+         replica again {rejoined:?} after it"
+    );
+    let failover = Failover {
+        killed_at,
+        doomed,
+        figures,
+    };
+    verdict(&p, load, &redis.urls(), failover, "Redis Cluster").await?;
+    p.stop().await;
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn killing_a_sentinel_managed_primary_fails_over_and_loses_no_acknowledged_move()
+-> anyhow::Result<()> {
+    bounded(sentinel_failover()).await
+}
+
+async fn sentinel_failover() -> anyhow::Result<()> {
+    step("starting a Redis primary, 2 replicas, 3 sentinels");
+    let mut redis = ReplicatedRedis::start_with_sentinels(2, 3, 1000)?;
+    let servers = Servers {
+        redis: redis.sentinel_url(),
+        nats: frontier_testkit::nats_url(),
+        replicas: 1,
+    };
+    let p = Platform::start_on(&servers, 2, 2, None, &["--redis-ack-replicas", "1"]).await?;
+    let ns = Namespace::new(&p.namespace).map_err(anyhow::Error::msg)?;
+    let conn = RedisConn::connect(&redis.sentinel_url(), false).await?;
+    let store = frontier_game_session::store::RedisStore::new(conn, ns.clone());
+    assert_eq!(store.replicas_per_master().await?, 2);
+
+    let load = start_load(&p).await?;
+    let doomed = load.games.iter().map(|(g, _)| g.clone()).collect();
+    step("killing the primary");
+    let killed_at = Instant::now();
+    redis.kill(0)?;
+    let promotion = wait_for("a replica promoted", killed_at, || {
+        redis.primary_by_sentinels().is_ok_and(|node| node != 0)
+    })
+    .await?;
+    step(&format!(
+        "the sentinels named a new primary after {promotion:?}"
+    ));
+    let failover = Failover {
+        killed_at,
+        doomed,
+        figures: format!("the sentinels named a new primary {promotion:?} after the kill"),
+    };
+    verdict(&p, load, &redis.sentinel_url(), failover, "Sentinel").await?;
     p.stop().await;
     Ok(())
 }

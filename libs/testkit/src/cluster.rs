@@ -211,8 +211,8 @@ impl RedisCluster {
     }
 
     /// Waits until every running node that is a replica has synchronised with its master
-    /// (its link is up, no sync in progress), and there are as many of them as the cluster
-    /// has replicas.
+    /// (its link is up, no sync in progress), there are as many of them as the cluster has
+    /// replicas, and every running node's `CLUSTER NODES` shows them so.
     pub fn wait_replicas_synced(&self) -> anyhow::Result<()> {
         wait_until("replicas synchronised", FORM_TIMEOUT, || {
             let synced = self
@@ -228,7 +228,28 @@ impl RedisCluster {
                     })
                 })
                 .count();
-            synced == 3 * self.replicas
+            // And every node knows them as replicas of a master (gossip has spread).
+            let known = self
+                .ports
+                .iter()
+                .enumerate()
+                .filter(|(i, _)| self.nodes[*i].is_some())
+                .all(|(_, port)| {
+                    cli(*port, &["CLUSTER", "NODES"]).is_ok_and(|nodes| {
+                        nodes
+                            .lines()
+                            .filter(|l| {
+                                let f: Vec<&str> = l.split_whitespace().collect();
+                                f.len() > 3
+                                    && f[2].split(',').any(|f| f == "slave")
+                                    && !f[2].contains("fail")
+                                    && f[3] != "-"
+                            })
+                            .count()
+                            == 3 * self.replicas
+                    })
+                });
+            synced == 3 * self.replicas && known
         })
     }
 

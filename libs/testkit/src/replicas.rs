@@ -1,7 +1,8 @@
 //! A throwaway Redis primary with replicas on loopback (`redis-server --replicaof`), each
 //! node in its own folder of a temporary directory: any node killed (SIGKILL), paused
-//! (SIGSTOP) and resumed, or restarted from its folder on demand. Every process is killed
-//! when the value drops.
+//! (SIGSTOP) and resumed, or restarted from its folder on demand; optionally watched by
+//! Redis Sentinels (`redis-server <conf> --sentinel`) that fail a lost primary over to a
+//! replica. Every process is killed when the value drops.
 
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
@@ -15,11 +16,17 @@ use crate::free_port;
 /// How long a node may take to start or a replica to catch up with its primary.
 const SYNC_TIMEOUT: Duration = Duration::from_secs(60);
 
-/// A Redis primary (node 0) and its replicas (nodes 1…).
+/// The name under which the sentinels know the primary.
+pub const SENTINEL_NAME: &str = "frontier";
+
+/// A Redis primary (node 0 at the start) and its replicas (nodes 1…), and the sentinels
+/// watching them if any.
 pub struct ReplicatedRedis {
     dir: PathBuf,
     ports: Vec<u16>,
     nodes: Vec<Option<Child>>,
+    sentinel_ports: Vec<u16>,
+    sentinels: Vec<Child>,
 }
 
 impl ReplicatedRedis {
@@ -30,6 +37,8 @@ impl ReplicatedRedis {
             dir: temp_dir("redis-replicated")?,
             ports: Vec::new(),
             nodes: Vec::new(),
+            sentinel_ports: Vec::new(),
+            sentinels: Vec::new(),
         };
         for _ in 0..=replicas {
             redis.ports.push(free_port()?);
@@ -45,6 +54,93 @@ impl ReplicatedRedis {
             redis.wait_synced(i)?;
         }
         Ok(redis)
+    }
+
+    /// [`ReplicatedRedis::start`], watched by `sentinels` sentinels (a majority of them
+    /// is the quorum that fails the primary over) that consider a primary silent for
+    /// `down_after_ms` lost. Returns once every sentinel knows every replica and the other
+    /// sentinels.
+    pub fn start_with_sentinels(
+        replicas: usize,
+        sentinels: usize,
+        down_after_ms: u32,
+    ) -> anyhow::Result<ReplicatedRedis> {
+        let mut redis = ReplicatedRedis::start(replicas)?;
+        for i in 0..sentinels {
+            let port = free_port()?;
+            let dir = redis.dir.join(format!("sentinel{i}"));
+            std::fs::create_dir_all(&dir)?;
+            // Sentinel rewrites its configuration file as it learns: one file each.
+            let conf = dir.join("sentinel.conf");
+            std::fs::write(
+                &conf,
+                format!(
+                    "port {port}\nbind 127.0.0.1\ndir {dir}\n\
+                     sentinel monitor {SENTINEL_NAME} 127.0.0.1 {primary} {quorum}\n\
+                     sentinel down-after-milliseconds {SENTINEL_NAME} {down_after_ms}\n\
+                     sentinel failover-timeout {SENTINEL_NAME} 10000\n\
+                     sentinel parallel-syncs {SENTINEL_NAME} {replicas}\n",
+                    dir = dir.display(),
+                    primary = redis.ports[0],
+                    quorum = sentinels / 2 + 1,
+                ),
+            )?;
+            let child = Command::new("redis-server")
+                .arg(&conf)
+                .arg("--sentinel")
+                .stdout(log_file(&dir, "sentinel.log")?)
+                .stderr(Stdio::null())
+                .spawn()
+                .context("starting redis-server --sentinel")?;
+            redis.sentinel_ports.push(port);
+            redis.sentinels.push(child);
+        }
+        for &port in &redis.sentinel_ports {
+            wait_until("sentinel knows the group", SYNC_TIMEOUT, || {
+                cli(port, &["SENTINEL", "MASTER", SENTINEL_NAME]).is_ok_and(|info| {
+                    let field = |name: &str| {
+                        let lines: Vec<&str> = info.lines().map(str::trim).collect();
+                        lines
+                            .iter()
+                            .position(|l| *l == name)
+                            .and_then(|i| lines.get(i + 1))
+                            .and_then(|v| v.parse::<usize>().ok())
+                    };
+                    field("num-slaves") == Some(replicas)
+                        && field("num-other-sentinels") == Some(sentinels - 1)
+                })
+            })?;
+        }
+        Ok(redis)
+    }
+
+    /// The `redis+sentinel://` URL of the group (every sentinel, the primary's name).
+    pub fn sentinel_url(&self) -> String {
+        let hosts: Vec<String> = self
+            .sentinel_ports
+            .iter()
+            .map(|p| format!("127.0.0.1:{p}"))
+            .collect();
+        format!("redis+sentinel://{}/{SENTINEL_NAME}", hosts.join(","))
+    }
+
+    /// Which node the sentinels name the primary (asking the first that answers).
+    pub fn primary_by_sentinels(&self) -> anyhow::Result<usize> {
+        for &port in &self.sentinel_ports {
+            if let Ok(answer) = cli(
+                port,
+                &["SENTINEL", "get-master-addr-by-name", SENTINEL_NAME],
+            ) {
+                let named = answer
+                    .lines()
+                    .nth(1)
+                    .and_then(|p| p.trim().parse::<u16>().ok());
+                if let Some(i) = self.ports.iter().position(|&p| Some(p) == named) {
+                    return Ok(i);
+                }
+            }
+        }
+        bail!("no sentinel names a primary among the nodes")
     }
 
     /// Starts node `i`: the primary as itself, a replica of the primary.
@@ -152,6 +248,10 @@ impl ReplicatedRedis {
 
 impl Drop for ReplicatedRedis {
     fn drop(&mut self) {
+        for sentinel in &mut self.sentinels {
+            let _ = sentinel.kill();
+            let _ = sentinel.wait();
+        }
         for node in self.nodes.iter_mut().flatten() {
             // A paused process ends on SIGKILL all the same.
             let _ = node.kill();
