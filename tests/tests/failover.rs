@@ -282,16 +282,19 @@ async fn verdict(
         watcher.discard_unread();
     }
     outages.sort();
-    let spared_gap = played
+    let spared = match played
         .iter()
         .filter(|g| !doomed.contains(&g.game))
         .map(|g| longest_gap(g, killed_at, stopped_at))
         .max()
-        .unwrap_or_default();
+    {
+        Some(gap) => format!("the others at most {gap:?}"),
+        None => "no other games".to_owned(),
+    };
     let worst = outages.last().copied().unwrap_or_default();
     eprintln!(
         "figures ({topology}): {figures}; the killed master's {} games paused at most \
-         {worst:?} (median {:?}), the others at most {spared_gap:?}; {moves} moves \
+         {worst:?} (median {:?}), {spared}; {moves} moves \
          acknowledged, {refused} answers `unavailable` (each sent again), 0 lost",
         outages.len(),
         outages.get(outages.len() / 2).copied().unwrap_or_default(),

@@ -198,3 +198,75 @@ async fn the_replicas_of_a_primary_are_counted() -> anyhow::Result<()> {
     );
     Ok(())
 }
+
+/// Redis's CPU time so far (`used_cpu_sys` + `used_cpu_user`, seconds) on node `i`.
+fn cpu_seconds(redis: &ReplicatedRedis, i: usize) -> f64 {
+    let info = redis.cli(i, &["INFO", "cpu"]).unwrap_or_default();
+    info.lines()
+        .filter_map(|l| {
+            let (name, value) = l.trim().split_once(':')?;
+            matches!(name, "used_cpu_sys" | "used_cpu_user")
+                .then(|| value.parse::<f64>().ok())
+                .flatten()
+        })
+        .sum()
+}
+
+/// What waiting for a replica costs a move: `cargo test -p frontier-game-session --test
+/// replicas -- --ignored --nocapture` prints the time per move (one at a time, so each is
+/// a full round trip) and the primary's CPU per move, with `--redis-ack-replicas` 0 and 1,
+/// twice each, on a primary and a replica on loopback.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "a measurement, not a check: prints what WAIT costs per move"]
+async fn what_acknowledging_after_a_replica_costs_a_move() -> anyhow::Result<()> {
+    const GAMES: usize = 100;
+    let redis = ReplicatedRedis::start(1)?;
+    for replicas in [0, 1, 0, 1] {
+        let ns =
+            Namespace::new(&frontier_testkit::unique_namespace()).map_err(anyhow::Error::msg)?;
+        let service = service_on(&redis, &ns, replicas).await?;
+        let mut times = Vec::new();
+        let cpu_before = cpu_seconds(&redis, 0);
+        for _ in 0..GAMES {
+            let (white, black) = (player("w"), player("b"));
+            let (game, code, _) = service
+                .create_board(NewBoard {
+                    creator: white.clone(),
+                    variant: Variant::Standard,
+                    color: Some(Color::White),
+                    rated: false,
+                    time_control: None,
+                    start_fen: None,
+                })
+                .await?;
+            service.join_board(black.clone(), &code).await?;
+            for (i, (seat, uci)) in [
+                (&white, "g1f3"),
+                (&black, "g8f6"),
+                (&white, "f3g1"),
+                (&black, "f6g8"),
+            ]
+            .into_iter()
+            .enumerate()
+            {
+                let start = std::time::Instant::now();
+                service
+                    .act(&game, &seat.id, &format!("m{i}"), None, &mv(uci))
+                    .await?;
+                times.push(start.elapsed());
+            }
+        }
+        let cpu = cpu_seconds(&redis, 0) - cpu_before;
+        times.sort();
+        let mean = times.iter().sum::<Duration>() / times.len() as u32;
+        eprintln!(
+            "--redis-ack-replicas {replicas}: a move p50 {:?}, p99 {:?}, mean {mean:?}; \
+             primary CPU {:.1} µs per write ({} writes)",
+            times[times.len() / 2],
+            times[times.len() * 99 / 100],
+            cpu * 1e6 / (GAMES * 6) as f64,
+            GAMES * 6,
+        );
+    }
+    Ok(())
+}
