@@ -500,6 +500,13 @@ impl<S: GameStore, B: EventBus> GameService<S, B> {
         metrics::gauge!("frontier_game_session_outbox_entries", "outbox" => "finished")
             .set(games.len() as f64);
         for game in games {
+            // A record goes out only once the replicas hold the end it records: the write
+            // that ended the game may have been answered `unavailable` for want of them,
+            // and a failover now would take back an end the stream had announced.
+            if let Err(e) = self.store.replicated(&game).await {
+                tracing::warn!(%game, error = %e, "a finished game's end is not on the replicas yet: next sweep");
+                continue;
+            }
             match self.store.load(&game).await? {
                 Some((_, bytes)) => {
                     let live = storage::decode(&bytes)?;

@@ -153,6 +153,49 @@ async fn a_move_is_acknowledged_only_once_the_replica_has_it() -> anyhow::Result
     Ok(())
 }
 
+/// A game whose end the replica has not confirmed is not announced to the stream by the
+/// outbox sweeper (a failover could take the end back); once the replica has it, it is.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_finished_game_goes_to_the_stream_only_once_the_replica_has_its_end() -> anyhow::Result<()>
+{
+    let redis = ReplicatedRedis::start(1)?;
+    let ns = Namespace::new(&frontier_testkit::unique_namespace()).map_err(anyhow::Error::msg)?;
+    let service = service_on(&redis, &ns, 1).await?;
+    let (white, black) = (player("w"), player("b"));
+    let (game, code, _) = service
+        .create_board(NewBoard {
+            creator: white.clone(),
+            variant: Variant::Standard,
+            color: Some(Color::White),
+            rated: false,
+            time_control: None,
+            start_fen: None,
+        })
+        .await?;
+    service.join_board(black, &code).await?;
+    service
+        .act(&game, &white.id, "m0", None, &mv("e2e4"))
+        .await?;
+    redis.pause(1)?;
+    assert_not_replicated(
+        service
+            .act(&game, &white.id, "r", None, &Action::Resign)
+            .await,
+    );
+    assert_eq!(
+        service.flush_outbox().await?,
+        0,
+        "not sent while unconfirmed"
+    );
+    assert!(service.bus().finished().is_empty());
+    redis.resume(1)?;
+    assert_eq!(service.flush_outbox().await?, 1);
+    let finished = service.bus().finished();
+    assert_eq!(finished.len(), 1);
+    assert_eq!(finished[0].0, game);
+    Ok(())
+}
+
 /// With `--redis-ack-replicas 0` nothing waits: the same move is acknowledged with the
 /// replica stopped (what a failover may then lose).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
