@@ -121,6 +121,9 @@ pub const SENTINEL_SCHEME: &str = "redis+sentinel://";
 /// How long a command waits for its answer, and a connection for its handshake.
 const TIMEOUT: Duration = Duration::from_secs(5);
 
+/// How often a [`SentinelConn`] asks the sentinels at most while its primary fails.
+const ASK_EVERY: Duration = Duration::from_millis(100);
+
 /// A connection to the primary of a group of Redis servers managed by Redis Sentinel.
 ///
 /// It asks the sentinels (in turn, until one answers) which server is the primary
@@ -140,8 +143,10 @@ struct SentinelInner {
     name: String,
     /// The primary's address and a connection to it.
     current: std::sync::Mutex<(String, ConnectionManager)>,
-    /// One look-up at a time: the callers failing together wait for its answer.
-    asking: tokio::sync::Mutex<()>,
+    /// One look-up at a time (the callers failing together wait for its answer), and when
+    /// the last one was made: while the sentinels still name the lost primary (they have
+    /// not yet agreed it is down), they are asked at most every [`ASK_EVERY`].
+    asking: tokio::sync::Mutex<Option<std::time::Instant>>,
 }
 
 /// A `redis+sentinel://` URL, parsed: the sentinels' `host:port`s and the primary's name.
@@ -206,7 +211,7 @@ impl SentinelConn {
                 sentinels,
                 name,
                 current: std::sync::Mutex::new((address, manager)),
-                asking: tokio::sync::Mutex::new(()),
+                asking: tokio::sync::Mutex::new(None),
             }),
         })
     }
@@ -231,11 +236,15 @@ impl SentinelConn {
     /// Asks the sentinels for the primary again and moves to it if it changed (a failure
     /// to ask leaves the connection as it is: the next failed command asks again).
     async fn follow(&self, failed_on: &str) {
-        let _one_at_a_time = self.inner.asking.lock().await;
+        let mut last_asked = self.inner.asking.lock().await;
         if self.primary() != failed_on {
             // Another caller moved already.
             return;
         }
+        if last_asked.is_some_and(|at| at.elapsed() < ASK_EVERY) {
+            return;
+        }
+        *last_asked = Some(std::time::Instant::now());
         match primary_address(&self.inner.sentinels, &self.inner.name).await {
             Ok(address) if address != failed_on => match manager_for(&address).await {
                 Ok(manager) => {

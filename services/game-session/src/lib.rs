@@ -180,11 +180,19 @@ pub async fn build(config: &Config) -> anyhow::Result<Service> {
 /// The store with its writes acknowledged after `--redis-ack-replicas` replicas confirmed
 /// them: as set, or (unset) 1 if every master has a replica now, else 0.
 async fn acknowledged(store: RedisStore, config: &Config) -> anyhow::Result<RedisStore> {
-    let present = store
-        .replicas_per_master()
-        .await
-        .context("asking Redis for its replicas")?;
-    let replicas = config.redis_ack_replicas.unwrap_or(u32::from(present > 0));
+    let (replicas, present) = match (config.redis_ack_replicas, store.replicas_per_master().await) {
+        (Some(set), Ok(present)) => (set, present),
+        (None, Ok(present)) => (u32::from(present > 0), present),
+        (Some(set), Err(e)) => {
+            tracing::warn!(error = %e, "could not count the Redis replicas");
+            (set, set)
+        }
+        (None, Err(e)) => {
+            return Err(anyhow::Error::new(e).context(
+                "counting the Redis replicas (for the default of --redis-ack-replicas; set it to skip this)",
+            ));
+        }
+    };
     if replicas == 0 {
         tracing::info!(
             replicas_per_master = present,

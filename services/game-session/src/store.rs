@@ -1155,3 +1155,36 @@ impl MemoryStore {
         self.deadlines.scheduled(game)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::replicas_per_master_in;
+
+    #[test]
+    fn replicas_are_counted_per_master_from_cluster_nodes() {
+        let nodes = "\
+a1 127.0.0.1:7000@17000 myself,master - 0 0 1 connected 0-5460
+a2 127.0.0.1:7001@17001 master - 0 0 2 connected 5461-10922
+a3 127.0.0.1:7002@17002 master - 0 0 3 connected 10923-16383
+b1 127.0.0.1:7003@17003 slave a1 0 0 1 connected
+b2 127.0.0.1:7004@17004 slave a2 0 0 2 connected
+b3 127.0.0.1:7005@17005 slave a3 0 0 3 connected
+c3 127.0.0.1:7006@17006 slave a3 0 0 3 connected
+";
+        assert_eq!(
+            replicas_per_master_in(nodes),
+            1,
+            "the fewest any master has"
+        );
+        let failed = nodes.replace("slave a2", "slave,fail a2");
+        assert_eq!(
+            replicas_per_master_in(&failed),
+            0,
+            "a failed replica does not count"
+        );
+        // A master without slots (an empty node) is not counted.
+        let spare = format!("{nodes}d1 127.0.0.1:7007@17007 master - 0 0 4 connected\n");
+        assert_eq!(replicas_per_master_in(&spare), 1);
+        assert_eq!(replicas_per_master_in(""), 0);
+    }
+}
