@@ -30,7 +30,7 @@ pub struct Config {
     #[arg(long, env = "FRONTIER_REDIS_ACK_REPLICAS")]
     pub redis_ack_replicas: Option<u32>,
     /// How long a write waits for `--redis-ack-replicas` replicas before it is answered
-    /// `unavailable`.
+    /// `unavailable` (below 5s, a Redis command's own limit).
     #[arg(long, env = "FRONTIER_REDIS_ACK_TIMEOUT", default_value = "1s", value_parser = parse_duration)]
     pub redis_ack_timeout: Duration,
     /// NATS.

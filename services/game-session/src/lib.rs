@@ -193,6 +193,12 @@ async fn acknowledged(store: RedisStore, config: &Config) -> anyhow::Result<Redi
             ));
         }
     };
+    // A command's own limit (`redis_conn`) must outlast the wait, or the wait is cut short
+    // as a failure of the connection.
+    anyhow::ensure!(
+        config.redis_ack_timeout < std::time::Duration::from_secs(5),
+        "--redis-ack-timeout must be below 5s (a Redis command's own limit)"
+    );
     if replicas == 0 {
         tracing::info!(
             replicas_per_master = present,
