@@ -91,4 +91,15 @@ else
   echo "test-services: started a throwaway Postgres on port $port" >&2
 fi
 
+# The cluster and failover tests start their own servers: a Redis Cluster, a primary with
+# replicas and sentinels (`redis-server --sentinel`), a Postgres primary with a streaming
+# standby. Their binaries (and a postgres user to run Postgres as), whatever answers above.
+ensure redis-server redis-server
+ensure redis-cli redis-tools
+if ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then
+  [ -z "$APT_UPDATED" ] && apt-get update -qq >/dev/null
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >/dev/null
+fi
+id postgres >/dev/null 2>&1 || useradd --system --no-create-home postgres
+
 "$@"

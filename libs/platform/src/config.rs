@@ -60,6 +60,42 @@ pub struct PostgresArgs {
     pub database_url: String,
 }
 
+impl PostgresArgs {
+    /// A pool on `--database-url` that follows a failover of the primary behind that one
+    /// address (a service address that moves to the promoted standby): each connection is
+    /// checked before use, so one to a primary that is gone is dropped and a new one made;
+    /// a new connection to a server in recovery (a standby, or an old primary come back as
+    /// one) is refused, so writes never go to a read-only server; and connections are
+    /// renewed every 10 minutes. Waiting for a connection takes at most 5 s.
+    pub async fn pool(&self, max_connections: u32) -> sqlx::Result<sqlx::PgPool> {
+        postgres_pool(&self.database_url, max_connections).await
+    }
+}
+
+/// [`PostgresArgs::pool`] on `url`.
+pub async fn postgres_pool(url: &str, max_connections: u32) -> sqlx::Result<sqlx::PgPool> {
+    sqlx::postgres::PgPoolOptions::new()
+        .max_connections(max_connections)
+        .acquire_timeout(Duration::from_secs(5))
+        .test_before_acquire(true)
+        .max_lifetime(Duration::from_secs(600))
+        .after_connect(|conn, _| {
+            Box::pin(async move {
+                let standby: bool = sqlx::query_scalar("SELECT pg_is_in_recovery()")
+                    .fetch_one(&mut *conn)
+                    .await?;
+                if standby {
+                    return Err(sqlx::Error::Protocol(
+                        "the server is a standby (in recovery), not the primary".into(),
+                    ));
+                }
+                Ok(())
+            })
+        })
+        .connect(url)
+        .await
+}
+
 /// Where a service serves its admin endpoints (`/metrics`, `/healthz`, `/readyz`).
 #[derive(Debug, Clone, clap::Args)]
 pub struct AdminArgs {

@@ -217,6 +217,13 @@ impl Namespace {
         format!("{}:clock-nudge", self.prefix)
     }
 
+    /// Redis string of one shard written (always `1`) only so that a `WAIT` after it waits
+    /// for everything written to the shard's node before: game-session's check that a
+    /// repeated action's write reached the replicas.
+    pub fn replication_probe_key(&self, shard: Shard) -> String {
+        format!("{}:{{{}}}:replication-probe", self.prefix, shard.tag())
+    }
+
     /// Redis hash of when each seat of a game was last seen connected (`white`, `black`:
     /// Unix ms).
     pub fn presence_key(&self, game: &GameId) -> String {

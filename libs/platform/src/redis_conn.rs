@@ -101,27 +101,266 @@ pub fn key_slot(key: &[u8]) -> u16 {
     crc16(hashed) % SLOTS
 }
 
-/// A connection to one Redis (reconnecting by itself) or to a Redis Cluster (following
-/// its slots). Clone it freely: clones share the connection.
+/// A connection to one Redis (reconnecting by itself), to the primary that Redis Sentinels
+/// name (following a failover), or to a Redis Cluster (following its slots). Clone it
+/// freely: clones share the connection.
 #[derive(Clone)]
 pub enum RedisConn {
     /// One Redis.
     Single(ConnectionManager),
+    /// The primary of a Sentinel-managed group.
+    Sentinel(SentinelConn),
     /// A Redis Cluster.
     Cluster(ClusterConnection),
 }
 
+/// The URL scheme of a Sentinel-managed primary:
+/// `redis+sentinel://<sentinel>:<port>[,<sentinel>:<port>…]/<primary name>`.
+pub const SENTINEL_SCHEME: &str = "redis+sentinel://";
+
+/// How long a command waits for its answer, and a connection for its handshake.
+const TIMEOUT: Duration = Duration::from_secs(5);
+
+/// How often a [`SentinelConn`] asks the sentinels at most while its primary fails.
+const ASK_EVERY: Duration = Duration::from_millis(100);
+
+/// A connection to the primary of a group of Redis servers managed by Redis Sentinel.
+///
+/// It asks the sentinels (in turn, until one answers) which server is the primary
+/// (`SENTINEL get-master-addr-by-name`) and keeps a reconnecting connection to it. A
+/// command that fails as a lost primary fails (connection refused, dropped or timed out,
+/// or `READONLY`: the server was demoted to a replica) makes it ask again and move to the
+/// primary named now; the command itself is not sent again (the caller's own retry is:
+/// a write may have been made), so a failover costs its callers one failed command each
+/// and the time the sentinels take to agree.
+#[derive(Clone)]
+pub struct SentinelConn {
+    inner: std::sync::Arc<SentinelInner>,
+}
+
+struct SentinelInner {
+    sentinels: Vec<String>,
+    name: String,
+    /// The primary's address and a connection to it.
+    current: std::sync::Mutex<(String, ConnectionManager)>,
+    /// One look-up at a time (the callers failing together wait for its answer), and when
+    /// the last one was made: while the sentinels still name the lost primary (they have
+    /// not yet agreed it is down), they are asked at most every [`ASK_EVERY`].
+    asking: tokio::sync::Mutex<Option<std::time::Instant>>,
+}
+
+/// A `redis+sentinel://` URL, parsed: the sentinels' `host:port`s and the primary's name.
+fn parse_sentinel_url(url: &str) -> redis::RedisResult<(Vec<String>, String)> {
+    let invalid = |why: &str| {
+        redis::RedisError::from((
+            redis::ErrorKind::InvalidClientConfig,
+            "bad Sentinel URL",
+            format!("{why}: expected {SENTINEL_SCHEME}host:port[,host:port…]/<primary name>"),
+        ))
+    };
+    let rest = url
+        .strip_prefix(SENTINEL_SCHEME)
+        .ok_or_else(|| invalid("not a Sentinel URL"))?;
+    let (hosts, name) = rest
+        .split_once('/')
+        .ok_or_else(|| invalid("no primary name"))?;
+    let name = name.trim_end_matches('/');
+    if name.is_empty() || name.contains('/') {
+        return Err(invalid("no primary name"));
+    }
+    let sentinels: Vec<String> = hosts
+        .split(',')
+        .map(str::trim)
+        .filter(|h| !h.is_empty())
+        .map(|h| {
+            if h.contains(':') {
+                h.to_owned()
+            } else {
+                format!("{h}:26379")
+            }
+        })
+        .collect();
+    if sentinels.is_empty() {
+        return Err(invalid("no sentinel"));
+    }
+    Ok((sentinels, name.to_owned()))
+}
+
+/// Whether a command's failure says the primary may have changed.
+fn lost_primary(e: &redis::RedisError) -> bool {
+    e.is_io_error()
+        || e.is_connection_refusal()
+        || e.is_connection_dropped()
+        || e.is_timeout()
+        || matches!(
+            e.kind(),
+            redis::ErrorKind::Server(
+                redis::ServerErrorKind::ReadOnly | redis::ServerErrorKind::MasterDown
+            )
+        )
+}
+
+impl SentinelConn {
+    /// Connects to the primary that the sentinels of `url` (`redis+sentinel://…`) name.
+    pub async fn connect(url: &str) -> redis::RedisResult<SentinelConn> {
+        let (sentinels, name) = parse_sentinel_url(url)?;
+        let address = primary_address(&sentinels, &name).await?;
+        let manager = manager_for(&address).await?;
+        Ok(SentinelConn {
+            inner: std::sync::Arc::new(SentinelInner {
+                sentinels,
+                name,
+                current: std::sync::Mutex::new((address, manager)),
+                asking: tokio::sync::Mutex::new(None),
+            }),
+        })
+    }
+
+    /// The primary's address as last learnt (`host:port`).
+    pub fn primary(&self) -> String {
+        self.lock().0.clone()
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, (String, ConnectionManager)> {
+        // Only whole values are ever stored: a poisoned lock still holds a usable one.
+        self.inner
+            .current
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    fn manager(&self) -> ConnectionManager {
+        self.lock().1.clone()
+    }
+
+    /// Asks the sentinels for the primary again and moves to it if it changed (a failure
+    /// to ask leaves the connection as it is: the next failed command asks again).
+    async fn follow(&self, failed_on: &str) {
+        let mut last_asked = self.inner.asking.lock().await;
+        if self.primary() != failed_on {
+            // Another caller moved already.
+            return;
+        }
+        if last_asked.is_some_and(|at| at.elapsed() < ASK_EVERY) {
+            return;
+        }
+        *last_asked = Some(std::time::Instant::now());
+        match primary_address(&self.inner.sentinels, &self.inner.name).await {
+            Ok(address) if address != failed_on => match manager_for(&address).await {
+                Ok(manager) => {
+                    tracing::warn!(from = failed_on, to = %address, "Redis primary moved (Sentinel)");
+                    *self.lock() = (address, manager);
+                }
+                Err(e) => tracing::warn!(%address, error = %e, "new Redis primary unreachable"),
+            },
+            Ok(_) => {}
+            Err(e) => tracing::warn!(error = %e, "no Redis Sentinel answered"),
+        }
+    }
+}
+
+/// Asks each sentinel in turn for the primary's address; the first answer counts.
+async fn primary_address(sentinels: &[String], name: &str) -> redis::RedisResult<String> {
+    let mut last = None;
+    for sentinel in sentinels {
+        let asked = async {
+            let client = redis::Client::open(format!("redis://{sentinel}"))?;
+            let mut conn = client.get_multiplexed_async_connection().await?;
+            let answer: Option<(String, u16)> = redis::cmd("SENTINEL")
+                .arg("get-master-addr-by-name")
+                .arg(name)
+                .query_async(&mut conn)
+                .await?;
+            answer.ok_or_else(|| {
+                redis::RedisError::from((
+                    redis::ErrorKind::InvalidClientConfig,
+                    "the sentinel does not know the primary",
+                    name.to_owned(),
+                ))
+            })
+        };
+        match tokio::time::timeout(Duration::from_secs(1), asked).await {
+            Ok(Ok((host, port))) => return Ok(format!("{host}:{port}")),
+            Ok(Err(e)) => last = Some(e),
+            Err(_) => {
+                last = Some(redis::RedisError::from((
+                    redis::ErrorKind::Io,
+                    "a sentinel did not answer within 1 s",
+                    sentinel.clone(),
+                )));
+            }
+        }
+    }
+    Err(last.unwrap_or_else(|| {
+        redis::RedisError::from((redis::ErrorKind::InvalidClientConfig, "no sentinel given"))
+    }))
+}
+
+/// A reconnecting connection to `address` that gives up quickly: a primary that stopped
+/// answering is more likely replaced than coming back.
+async fn manager_for(address: &str) -> redis::RedisResult<ConnectionManager> {
+    let client = redis::Client::open(format!("redis://{address}"))?;
+    let config = ConnectionManagerConfig::new()
+        .set_connection_timeout(Some(Duration::from_secs(1)))
+        .set_response_timeout(Some(TIMEOUT))
+        .set_number_of_retries(1);
+    ConnectionManager::new_with_config(client, config).await
+}
+
+impl ConnectionLike for SentinelConn {
+    fn req_packed_command<'a>(&'a mut self, cmd: &'a Cmd) -> RedisFuture<'a, Value> {
+        Box::pin(async move {
+            let (address, mut manager) = self.lock().clone();
+            let answer = manager.req_packed_command(cmd).await;
+            if let Err(e) = &answer
+                && lost_primary(e)
+            {
+                self.follow(&address).await;
+            }
+            answer
+        })
+    }
+
+    fn req_packed_commands<'a>(
+        &'a mut self,
+        pipeline: &'a Pipeline,
+        offset: usize,
+        count: usize,
+    ) -> RedisFuture<'a, Vec<Value>> {
+        Box::pin(async move {
+            let (address, mut manager) = self.lock().clone();
+            let answer = manager.req_packed_commands(pipeline, offset, count).await;
+            if let Err(e) = &answer
+                && lost_primary(e)
+            {
+                self.follow(&address).await;
+            }
+            answer
+        })
+    }
+
+    fn get_db(&self) -> i64 {
+        self.manager().get_db()
+    }
+}
+
 impl RedisConn {
     /// Connects to `urls`: a comma-separated list of seed nodes. More than one seed, or
-    /// `cluster`, means a Redis Cluster; else one Redis. A command waits at most
-    /// `response_timeout` for its answer.
+    /// `cluster`, means a Redis Cluster; else one Redis. A `redis+sentinel://` URL names
+    /// the sentinels of a primary and the primary's name ([`SentinelConn`]). A command
+    /// waits at most 5 s for its answer.
     pub async fn connect(urls: &str, cluster: bool) -> redis::RedisResult<RedisConn> {
+        if urls.trim_start().starts_with(SENTINEL_SCHEME) {
+            return Ok(RedisConn::Sentinel(
+                SentinelConn::connect(urls.trim()).await?,
+            ));
+        }
         let seeds: Vec<&str> = urls
             .split(',')
             .map(str::trim)
             .filter(|s| !s.is_empty())
             .collect();
-        let timeout = Duration::from_secs(5);
+        let timeout = TIMEOUT;
         match seeds.as_slice() {
             [] => Err(redis::RedisError::from((
                 redis::ErrorKind::InvalidClientConfig,
@@ -167,6 +406,7 @@ impl ConnectionLike for RedisConn {
     fn req_packed_command<'a>(&'a mut self, cmd: &'a Cmd) -> RedisFuture<'a, Value> {
         match self {
             RedisConn::Single(c) => c.req_packed_command(cmd),
+            RedisConn::Sentinel(c) => c.req_packed_command(cmd),
             RedisConn::Cluster(c) => c.req_packed_command(cmd),
         }
     }
@@ -179,6 +419,7 @@ impl ConnectionLike for RedisConn {
     ) -> RedisFuture<'a, Vec<Value>> {
         match self {
             RedisConn::Single(c) => c.req_packed_commands(pipeline, offset, count),
+            RedisConn::Sentinel(c) => c.req_packed_commands(pipeline, offset, count),
             RedisConn::Cluster(c) => c.req_packed_commands(pipeline, offset, count),
         }
     }
@@ -186,6 +427,7 @@ impl ConnectionLike for RedisConn {
     fn get_db(&self) -> i64 {
         match self {
             RedisConn::Single(c) => c.get_db(),
+            RedisConn::Sentinel(c) => c.get_db(),
             RedisConn::Cluster(c) => c.get_db(),
         }
     }
@@ -208,6 +450,24 @@ mod tests {
                 Some(redis::cluster_routing::Slot::for_key(key)),
                 "{key}"
             );
+        }
+    }
+
+    #[test]
+    fn sentinel_urls_name_their_sentinels_and_primary() {
+        let (sentinels, name) =
+            parse_sentinel_url("redis+sentinel://10.0.0.1:26379, s2 ,s3:5000/frontier")
+                .expect("valid");
+        assert_eq!(sentinels, ["10.0.0.1:26379", "s2:26379", "s3:5000"]);
+        assert_eq!(name, "frontier");
+        for bad in [
+            "redis://h:1/x",
+            "redis+sentinel://h:1",
+            "redis+sentinel://h:1/",
+            "redis+sentinel:///x",
+            "redis+sentinel://h:1/a/b",
+        ] {
+            assert!(parse_sentinel_url(bad).is_err(), "{bad}");
         }
     }
 

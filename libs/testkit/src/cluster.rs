@@ -4,10 +4,11 @@
 //! node in its own folder of a temporary directory, any node killed (SIGKILL) and
 //! restarted from its folder on demand. Every process is killed when the value drops.
 //!
-//! The Redis masters have no replicas: a killed master's slots are down until it is
-//! restarted, and it comes back with everything it acknowledged (append-only file,
-//! `appendfsync always`). `cluster-require-full-coverage no` keeps the other masters
-//! serving their slots meanwhile.
+//! [`RedisCluster::start`]'s masters have no replicas: a killed master's slots are down
+//! until it is restarted, and it comes back with everything it acknowledged (append-only
+//! file, `appendfsync always`). `cluster-require-full-coverage no` keeps the other masters
+//! serving their slots meanwhile. [`RedisCluster::start_replicated`] gives each master a
+//! replica, which the cluster promotes when its master is lost for `cluster-node-timeout`.
 
 use crate::free_port;
 use std::path::{Path, PathBuf};
@@ -24,7 +25,10 @@ const FORM_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// Runs `command` to its end, at most `limit` (then it is killed): its output, or an
 /// error saying it did not finish. A test never waits on a tool that stopped answering.
-fn run_bounded(command: &mut Command, limit: Duration) -> anyhow::Result<std::process::Output> {
+pub(crate) fn run_bounded(
+    command: &mut Command,
+    limit: Duration,
+) -> anyhow::Result<std::process::Output> {
     let mut child = command
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
@@ -47,19 +51,19 @@ fn run_bounded(command: &mut Command, limit: Duration) -> anyhow::Result<std::pr
     }
 }
 
-fn temp_dir(kind: &str) -> anyhow::Result<PathBuf> {
+pub(crate) fn temp_dir(kind: &str) -> anyhow::Result<PathBuf> {
     let dir =
         std::env::temp_dir().join(format!("frontier-{kind}-{}", uuid::Uuid::new_v4().simple()));
     std::fs::create_dir_all(&dir)?;
     Ok(dir)
 }
 
-fn log_file(dir: &Path, name: &str) -> anyhow::Result<Stdio> {
+pub(crate) fn log_file(dir: &Path, name: &str) -> anyhow::Result<Stdio> {
     Ok(std::fs::File::create(dir.join(name))?.into())
 }
 
 /// Waits (polling every 50 ms) until `ready` holds, at most `timeout`.
-fn wait_until(
+pub(crate) fn wait_until(
     what: &str,
     timeout: Duration,
     mut ready: impl FnMut() -> bool,
@@ -74,9 +78,13 @@ fn wait_until(
     Ok(())
 }
 
-/// A Redis Cluster of three masters on loopback.
+/// A Redis Cluster of three masters on loopback, with or without a replica each.
 pub struct RedisCluster {
     fsync: String,
+    /// `cluster-node-timeout` (ms): how long a node may be silent before it is failed.
+    node_timeout_ms: u32,
+    /// Replicas per master.
+    replicas: usize,
     dir: PathBuf,
     ports: Vec<u16>,
     /// Each node's cluster bus port (set, not the default `port + 10000`, which could lie
@@ -96,20 +104,40 @@ impl RedisCluster {
     /// `no`): the benchmarks compare the cluster with a single node that keeps nothing on
     /// disk.
     pub fn start_with_fsync(policy: &str) -> anyhow::Result<RedisCluster> {
+        RedisCluster::start_with(policy, 0, 1000)
+    }
+
+    /// Three masters with a replica each (nodes 3, 4, 5 at the start), `cluster-node-timeout`
+    /// `node_timeout_ms`: a master silent that long is failed and its replica promoted.
+    /// Returns once the cluster is up and every replica has synchronised.
+    pub fn start_replicated(node_timeout_ms: u32) -> anyhow::Result<RedisCluster> {
+        let cluster = RedisCluster::start_with("always", 1, node_timeout_ms)?;
+        cluster.wait_replicas_synced()?;
+        Ok(cluster)
+    }
+
+    fn start_with(
+        policy: &str,
+        replicas: usize,
+        node_timeout_ms: u32,
+    ) -> anyhow::Result<RedisCluster> {
         let dir = temp_dir("redis-cluster")?;
         let mut cluster = RedisCluster {
             fsync: policy.to_owned(),
+            node_timeout_ms,
+            replicas,
             dir,
             ports: Vec::new(),
             bus_ports: Vec::new(),
             nodes: Vec::new(),
         };
-        for _ in 0..3 {
+        let count = 3 * (1 + replicas);
+        for _ in 0..count {
             cluster.ports.push(free_port()?);
             cluster.bus_ports.push(free_port()?);
             cluster.nodes.push(None);
         }
-        for i in 0..3 {
+        for i in 0..count {
             cluster.spawn(i)?;
         }
         for &port in &cluster.ports {
@@ -126,7 +154,7 @@ impl RedisCluster {
                 .arg("--cluster")
                 .arg("create")
                 .args(&addresses)
-                .args(["--cluster-replicas", "0", "--cluster-yes"]),
+                .args(["--cluster-replicas", &replicas.to_string(), "--cluster-yes"]),
             FORM_TIMEOUT,
         )
         .context("redis-cli --cluster create")?;
@@ -149,10 +177,13 @@ impl RedisCluster {
             .args(["--bind", "127.0.0.1"])
             .args(["--cluster-enabled", "yes"])
             .args(["--cluster-config-file", "nodes.conf"])
-            .args(["--cluster-node-timeout", "1000"])
+            .args(["--cluster-node-timeout", &self.node_timeout_ms.to_string()])
             .args(["--cluster-require-full-coverage", "no"])
             .args(["--appendonly", "yes"])
             .args(["--appendfsync", &self.fsync])
+            // A replica (re)joining is synchronised at once, not after the 5 s a master
+            // waits by default for more replicas to share one diskless transfer.
+            .args(["--repl-diskless-sync-delay", "0"])
             .args(["--save", ""])
             .arg("--dir")
             .arg(&node_dir)
@@ -164,19 +195,77 @@ impl RedisCluster {
         Ok(())
     }
 
-    /// Waits until every running node reports `cluster_state:ok` and sees every master.
+    /// Waits until every running node reports `cluster_state:ok` and knows every node.
     pub fn wait_up(&self) -> anyhow::Result<()> {
+        let known = format!("cluster_known_nodes:{}", self.ports.len());
         for (i, &port) in self.ports.iter().enumerate() {
             if self.nodes[i].is_none() {
                 continue;
             }
             wait_until("redis cluster", FORM_TIMEOUT, || {
-                cli(port, &["CLUSTER", "INFO"]).is_ok_and(|info| {
-                    info.contains("cluster_state:ok") && info.contains("cluster_known_nodes:3")
-                })
+                cli(port, &["CLUSTER", "INFO"])
+                    .is_ok_and(|info| info.contains("cluster_state:ok") && info.contains(&known))
             })?;
         }
         Ok(())
+    }
+
+    /// Waits until every running node that is a replica has synchronised with its master
+    /// (its link is up, no sync in progress), there are as many of them as the cluster has
+    /// replicas, and every running node's `CLUSTER NODES` shows them so.
+    pub fn wait_replicas_synced(&self) -> anyhow::Result<()> {
+        wait_until("replicas synchronised", FORM_TIMEOUT, || {
+            let synced = self
+                .ports
+                .iter()
+                .enumerate()
+                .filter(|(i, _)| self.nodes[*i].is_some())
+                .filter(|(_, port)| {
+                    cli(**port, &["INFO", "replication"]).is_ok_and(|info| {
+                        info.contains("role:slave")
+                            && info.contains("master_link_status:up")
+                            && info.contains("master_sync_in_progress:0")
+                    })
+                })
+                .count();
+            // And every node knows them as replicas of a master (gossip has spread).
+            let known = self
+                .ports
+                .iter()
+                .enumerate()
+                .filter(|(i, _)| self.nodes[*i].is_some())
+                .all(|(_, port)| {
+                    cli(*port, &["CLUSTER", "NODES"]).is_ok_and(|nodes| {
+                        nodes
+                            .lines()
+                            .filter(|l| {
+                                let f: Vec<&str> = l.split_whitespace().collect();
+                                f.len() > 3
+                                    && f[2].split(',').any(|f| f == "slave")
+                                    && !f[2].contains("fail")
+                                    && f[3] != "-"
+                            })
+                            .count()
+                            == 3 * self.replicas
+                    })
+                });
+            synced == 3 * self.replicas && known
+        })
+    }
+
+    /// Whether node `i` is running.
+    pub fn is_running(&self, i: usize) -> bool {
+        self.nodes[i].is_some()
+    }
+
+    /// How many nodes the cluster has (masters and replicas).
+    pub fn len(&self) -> usize {
+        self.ports.len()
+    }
+
+    /// Never: a cluster has nodes.
+    pub fn is_empty(&self) -> bool {
+        self.ports.is_empty()
     }
 
     /// The seed URLs, comma-separated (as `FRONTIER_REDIS_URL` takes them).
@@ -188,15 +277,21 @@ impl RedisCluster {
             .join(",")
     }
 
-    /// The port of master `i`.
+    /// The port of node `i`.
     pub fn port(&self, i: usize) -> u16 {
         self.ports[i]
     }
 
-    /// Which master (index) serves `slot`, from `CLUSTER NODES` of a running node.
-    pub fn master_of_slot(&self, slot: u16) -> anyhow::Result<usize> {
-        let running = (0..3)
-            .find(|&i| self.nodes[i].is_some())
+    /// Which node (index) serves `slot` as master, from `CLUSTER NODES` of the first running
+    /// node other than `not_asking` (a node just killed may still be named by the others
+    /// until they fail it; a node just restarted may not yet know the news).
+    pub fn master_of_slot_asking_not(
+        &self,
+        slot: u16,
+        not_asking: Option<usize>,
+    ) -> anyhow::Result<usize> {
+        let running = (0..self.ports.len())
+            .find(|&i| self.nodes[i].is_some() && Some(i) != not_asking)
             .context("no running node")?;
         let nodes = cli(self.ports[running], &["CLUSTER", "NODES"])?;
         for line in nodes.lines() {
@@ -216,14 +311,25 @@ impl RedisCluster {
                     (Ok(a), Ok(b)) if (a..=b).contains(&slot)
                 )
             });
-            if serves && let Some(i) = self.ports.iter().position(|&p| p == port) {
+            let master = fields
+                .get(2)
+                .is_some_and(|f| f.split(',').any(|f| f == "master"));
+            if serves
+                && master
+                && let Some(i) = self.ports.iter().position(|&p| p == port)
+            {
                 return Ok(i);
             }
         }
         bail!("no master serves slot {slot}: {nodes}")
     }
 
-    /// Kills master `i` (SIGKILL).
+    /// Which node (index) serves `slot` as master, from `CLUSTER NODES` of a running node.
+    pub fn master_of_slot(&self, slot: u16) -> anyhow::Result<usize> {
+        self.master_of_slot_asking_not(slot, None)
+    }
+
+    /// Kills node `i` (SIGKILL).
     pub fn kill(&mut self, i: usize) -> anyhow::Result<()> {
         if let Some(mut child) = self.nodes[i].take() {
             child.kill()?;
@@ -232,8 +338,9 @@ impl RedisCluster {
         Ok(())
     }
 
-    /// Restarts master `i` from its folder (its node id, slots and data) and waits until
-    /// the cluster is up again.
+    /// Restarts node `i` from its folder (its node id, slots and data) and waits until
+    /// the cluster is up again (a master whose replica was promoted meanwhile comes back as
+    /// that replica's replica).
     pub fn restart(&mut self, i: usize) -> anyhow::Result<()> {
         self.spawn(i)?;
         self.wait_up()
@@ -252,7 +359,7 @@ impl Drop for RedisCluster {
 
 /// Runs `redis-cli -p <port> <args>`; its output, or an error if it failed or answered one.
 /// Bounded: a node that accepts but does not answer makes it an error within 10 s.
-fn cli(port: u16, args: &[&str]) -> anyhow::Result<String> {
+pub(crate) fn cli(port: u16, args: &[&str]) -> anyhow::Result<String> {
     let out = run_bounded(
         Command::new("redis-cli")
             .args(["-h", "127.0.0.1", "-p", &port.to_string()])

@@ -4,6 +4,8 @@
 //! its own namespace (Redis key prefix and NATS subject prefix) and its own database.
 
 pub mod cluster;
+pub mod postgres;
+pub mod replicas;
 
 use std::sync::atomic::{AtomicU32, Ordering};
 

@@ -19,6 +19,20 @@ pub struct Config {
     /// Redis.
     #[command(flatten)]
     pub redis: RedisArgs,
+    /// Acknowledge a write (a move, a join, a new game…) only once this many Redis
+    /// replicas confirmed it (`WAIT` after the compare-and-set), so that a replica promoted
+    /// in a failover holds every acknowledged move. A write they do not confirm within
+    /// `--redis-ack-timeout` is answered `unavailable` (the client sends it again under
+    /// the same id; it is never applied twice). The price: a round trip to the replicas
+    /// per write; and with fewer replicas up than this, writes wait. Unset: 1 if every
+    /// Redis master has a replica at start, else 0 — a failover may then lose the last
+    /// writes a master acknowledged.
+    #[arg(long, env = "FRONTIER_REDIS_ACK_REPLICAS")]
+    pub redis_ack_replicas: Option<u32>,
+    /// How long a write waits for `--redis-ack-replicas` replicas before it is answered
+    /// `unavailable` (below 5s, a Redis command's own limit).
+    #[arg(long, env = "FRONTIER_REDIS_ACK_TIMEOUT", default_value = "1s", value_parser = parse_duration)]
+    pub redis_ack_timeout: Duration,
     /// NATS.
     #[command(flatten)]
     pub nats: NatsArgs,

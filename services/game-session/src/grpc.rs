@@ -22,7 +22,7 @@ use crate::error::SessionError;
 use crate::game::Action;
 use crate::rematch::{Lapse, RematchState};
 use crate::service::{GameService, MatchSeat, NewBoard, NewComputerGame, NewMatch, Resume};
-use crate::store::GameStore;
+use crate::store::{GameStore, StoreError};
 
 /// The tonic service over a [`GameService`].
 pub struct GrpcGameSession<S, B> {
@@ -69,6 +69,11 @@ pub fn status(e: SessionError) -> Status {
     match e {
         SessionError::Client(code, message) => refusal(code, message),
         SessionError::AlreadySeated(_) => refusal(ErrorCode::Internal, "unexpected seat answer"),
+        SessionError::Store(e @ StoreError::NotReplicated { .. }) => {
+            metrics::counter!("frontier_game_session_unreplicated_writes_total").increment(1);
+            tracing::warn!(error = %e, "a write not confirmed by the replicas: not acknowledged");
+            refusal(ErrorCode::Unavailable, "game storage is unavailable")
+        }
         SessionError::Store(e) => {
             tracing::error!(error = %e, "storage failure");
             refusal(ErrorCode::Unavailable, "game storage is unavailable")

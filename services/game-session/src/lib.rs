@@ -123,6 +123,7 @@ const ZEROED: &[Zeroed] = &[
         &["stale"],
     ),
     Zeroed::plain("frontier_game_session_cas_conflicts_total"),
+    Zeroed::plain("frontier_game_session_unreplicated_writes_total"),
     Zeroed::plain("frontier_game_session_state_cache_rechecks_total"),
     Zeroed::by(
         "frontier_game_session_publish_errors_total",
@@ -162,6 +163,7 @@ pub async fn build(config: &Config) -> anyhow::Result<Service> {
         .check_layout()
         .await
         .context("checking the key layout in Redis")?;
+    let store = acknowledged(store, config).await?;
     let bus =
         NatsBus::connect_replicated(&config.nats.nats_url, ns, config.nats.nats_stream_replicas)
             .await
@@ -173,6 +175,67 @@ pub async fn build(config: &Config) -> anyhow::Result<Service> {
         core,
         outbox_interval: config.outbox_interval,
     })
+}
+
+/// The store with its writes acknowledged after `--redis-ack-replicas` replicas confirmed
+/// them: as set, or (unset) 1 if every master has a replica now, else 0.
+async fn acknowledged(store: RedisStore, config: &Config) -> anyhow::Result<RedisStore> {
+    let (replicas, present) = match (config.redis_ack_replicas, store.replicas_per_master().await) {
+        (Some(set), Ok(present)) => (set, present),
+        (None, Ok(present)) => (u32::from(present > 0), present),
+        (Some(set), Err(e)) => {
+            tracing::warn!(error = %e, "could not count the Redis replicas");
+            (set, set)
+        }
+        (None, Err(e)) => {
+            return Err(anyhow::Error::new(e).context(
+                "counting the Redis replicas (for the default of --redis-ack-replicas; set it to skip this)",
+            ));
+        }
+    };
+    // A command's own limit (`redis_conn`) must outlast the wait, or the wait is cut short
+    // as a failure of the connection.
+    anyhow::ensure!(
+        config.redis_ack_timeout < std::time::Duration::from_secs(5),
+        "--redis-ack-timeout must be below 5s (a Redis command's own limit)"
+    );
+    if replicas == 0 {
+        tracing::info!(
+            replicas_per_master = present,
+            "writes acknowledged once the Redis master made them (--redis-ack-replicas 0): a failover may lose the last ones"
+        );
+        return Ok(store);
+    }
+    if present < replicas {
+        tracing::warn!(
+            replicas_per_master = present,
+            required = replicas,
+            "fewer Redis replicas than --redis-ack-replicas: writes are answered unavailable until they attach"
+        );
+    }
+    tracing::info!(
+        replicas,
+        timeout = ?config.redis_ack_timeout,
+        replicas_per_master = present,
+        "writes acknowledged once Redis replicas confirmed them"
+    );
+    let mut writers = Vec::with_capacity(store::ACK_WRITERS);
+    for _ in 0..store::ACK_WRITERS {
+        writers.push(
+            config
+                .redis
+                .connect()
+                .await
+                .context("connecting to Redis")?,
+        );
+    }
+    Ok(store.acknowledged_by(
+        store::AckReplicas {
+            replicas,
+            timeout: config.redis_ack_timeout,
+        },
+        writers,
+    ))
 }
 
 impl<S: GameStore, B: EventBus> Service<S, B> {

@@ -506,6 +506,13 @@ impl<S: GameStore, B: EventBus> GameService<S, B> {
         metrics::gauge!("frontier_game_session_outbox_entries", "outbox" => "finished")
             .set(games.len() as f64);
         for game in games {
+            // A record goes out only once the replicas hold the end it records: the write
+            // that ended the game may have been answered `unavailable` for want of them,
+            // and a failover now would take back an end the stream had announced.
+            if let Err(e) = self.store.replicated(&game).await {
+                tracing::warn!(%game, error = %e, "a finished game's end is not on the replicas yet: next sweep");
+                continue;
+            }
             match self.store.load(&game).await? {
                 Some((_, bytes)) => {
                     let live = storage::decode(&bytes)?;
@@ -721,6 +728,7 @@ impl<S: GameStore, B: EventBus> GameService<S, B> {
             ));
         }
         if let Some((version, _)) = self.store.load(&new.game).await? {
+            self.store.replicated(&new.game).await?;
             return Ok((new.game, version, false));
         }
         let (creator, creator_color, joiner) = match (&new.white, &new.black) {
@@ -783,6 +791,7 @@ impl<S: GameStore, B: EventBus> GameService<S, B> {
                 .load(&new.game)
                 .await?
                 .ok_or_else(|| SessionError::Internal("a match's game vanished".into()))?;
+            self.store.replicated(&new.game).await?;
             return Ok((new.game, version, false));
         }
         count(&live, &created);
@@ -1047,6 +1056,9 @@ impl<S: GameStore, B: EventBus> GameService<S, B> {
         if !action_id.is_empty()
             && let Some(applied) = live.applied_action(seat, action_id)
         {
+            // The attempt that applied it may have been answered `unavailable` for want of
+            // replicas: the repeat is acknowledged only once they have it.
+            self.store.replicated(game).await?;
             return Ok(Attempt::Repeated(applied));
         }
         if let Some(expected) = expected_version

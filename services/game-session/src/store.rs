@@ -4,6 +4,7 @@
 
 use std::collections::HashMap;
 use std::future::Future;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -32,16 +33,62 @@ pub enum LayoutError {
     Unreadable(String),
 }
 
-/// A storage failure (the backend is down or answered nonsense).
+/// A storage failure: the write or read did not happen, or a write is not yet safe to
+/// acknowledge. Either way the caller answers `unavailable` and the client may send the
+/// same action again (under its id, so it is never applied twice).
 #[derive(Debug, thiserror::Error)]
-#[error("game store: {0}")]
-pub struct StoreError(pub String);
+pub enum StoreError {
+    /// The backend is down or answered nonsense.
+    #[error("game store: {0}")]
+    Backend(String),
+    /// The write was made on the master, but fewer replicas than required confirmed it
+    /// within the timeout (`WAIT`): a failover now could lose it, so it is not acknowledged.
+    #[error("game store: {confirmed} of the {required} replicas required confirmed the write")]
+    NotReplicated {
+        /// How many replicas confirmed it.
+        confirmed: i64,
+        /// How many must ([`AckReplicas::replicas`]).
+        required: u32,
+    },
+}
 
 impl From<redis::RedisError> for StoreError {
     fn from(e: redis::RedisError) -> Self {
-        StoreError(e.to_string())
+        StoreError::Backend(e.to_string())
     }
 }
+
+impl From<redis::ParsingError> for StoreError {
+    fn from(e: redis::ParsingError) -> Self {
+        StoreError::Backend(e.to_string())
+    }
+}
+
+/// When a write to Redis counts as done: once this many replicas confirmed it (Redis
+/// `WAIT replicas timeout` after the write, on the same connection), so that a replica
+/// promoted in a failover holds every acknowledged write. `replicas: 0` acknowledges a
+/// write once the master made it (a failover may then lose the master's last writes).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AckReplicas {
+    /// Replicas that must confirm a write.
+    pub replicas: u32,
+    /// How long to wait for them before answering `unavailable`.
+    pub timeout: Duration,
+}
+
+impl AckReplicas {
+    /// No replica waited for.
+    pub const NONE: AckReplicas = AckReplicas {
+        replicas: 0,
+        timeout: Duration::ZERO,
+    };
+}
+
+/// How many connections carry acknowledged writes. `WAIT` blocks the connection it is sent
+/// on until the replicas answer (a round trip to them), so writes use connections of their
+/// own, never the one reads share, and several of them so that writes of different games
+/// wait side by side.
+pub const ACK_WRITERS: usize = 4;
 
 /// A write: the new state, the log entries it appends, and what else it implies.
 #[derive(Debug, Clone)]
@@ -115,11 +162,19 @@ pub trait GameStore: Send + Sync + 'static {
         game: &GameId,
     ) -> impl Future<Output = Result<Option<(u64, Bytes)>, StoreError>> + Send;
 
-    /// Applies the write if the game is still at `expected`; false if it is not.
+    /// Applies the write if the game is still at `expected`; false if it is not. A write
+    /// applied but not confirmed by the replicas the store requires is
+    /// [`StoreError::NotReplicated`]: it stands on the master, unacknowledged.
     fn compare_and_set(
         &self,
         write: Write,
     ) -> impl Future<Output = Result<bool, StoreError>> + Send;
+
+    /// Waits until every write already made to `game`'s part of the store reached the
+    /// replicas a write needs before it is acknowledged ([`AckReplicas`]). Answering a
+    /// repeated action calls it: the attempt that made its write may have been refused
+    /// `unavailable` for want of them. A store without replicas answers at once.
+    fn replicated(&self, game: &GameId) -> impl Future<Output = Result<(), StoreError>> + Send;
 
     /// Log entries with versions `after + 1 ..= after + max`.
     fn log_after(
@@ -263,16 +318,18 @@ fn offer_of(fields: Option<Vec<Option<String>>>) -> Result<Option<RematchOffer>,
         return Ok(None);
     };
     let [Some(by), Some(state), Some(new)] = fields.as_slice() else {
-        return Err(StoreError("a rematch offer is missing fields".into()));
+        return Err(StoreError::Backend(
+            "a rematch offer is missing fields".into(),
+        ));
     };
     let by = match by.as_str() {
         "white" => frontier_rules::Color::White,
         "black" => frontier_rules::Color::Black,
-        other => return Err(StoreError(format!("a rematch offer by `{other}`"))),
+        other => return Err(StoreError::Backend(format!("a rematch offer by `{other}`"))),
     };
     let new_game = new
         .parse()
-        .map_err(|_| StoreError("a rematch offer's game id is not a UUID".into()))?;
+        .map_err(|_| StoreError::Backend("a rematch offer's game id is not a UUID".into()))?;
     Ok(Some(RematchOffer {
         by,
         accepted: state == "accepted",
@@ -318,9 +375,48 @@ return 1
 pub struct RedisStore {
     conn: RedisConn,
     ns: Namespace,
-    cas: Arc<redis::Script>,
+    cas: Arc<LuaScript>,
     rematch_scripts: Arc<[redis::Script; 3]>,
     deadlines: RedisDeadlines,
+    ack: AckReplicas,
+    /// The connections of acknowledged writes (see [`ACK_WRITERS`]); empty without
+    /// replicas to wait for (writes then share `conn`).
+    writers: Arc<[RedisConn]>,
+    next_writer: Arc<AtomicUsize>,
+}
+
+/// A Lua script sent by its hash (`EVALSHA`), and by its text (`EVAL`, which also caches
+/// it) where a node does not know it yet: a replica promoted in a failover has an empty
+/// script cache.
+struct LuaScript {
+    code: String,
+    hash: String,
+}
+
+impl LuaScript {
+    fn new(code: String) -> LuaScript {
+        let hash = redis::Script::new(&code).get_hash().to_owned();
+        LuaScript { code, hash }
+    }
+
+    /// `EVALSHA hash` or `EVAL code`, to which the caller adds the key count, keys and
+    /// arguments.
+    fn cmd(&self, by_hash: bool) -> redis::Cmd {
+        if by_hash {
+            let mut cmd = redis::cmd("EVALSHA");
+            cmd.arg(&self.hash);
+            cmd
+        } else {
+            let mut cmd = redis::cmd("EVAL");
+            cmd.arg(&self.code);
+            cmd
+        }
+    }
+}
+
+/// Whether `e` says the node does not know the script (`NOSCRIPT`).
+fn is_noscript(e: &redis::RedisError) -> bool {
+    e.kind() == redis::ErrorKind::Server(redis::ServerErrorKind::NoScript)
 }
 
 impl RedisStore {
@@ -336,13 +432,107 @@ impl RedisStore {
             deadlines: RedisDeadlines::new(conn.clone(), ns.clone()),
             conn,
             ns,
-            cas: Arc::new(redis::Script::new(&cas_script())),
+            cas: Arc::new(LuaScript::new(cas_script())),
             rematch_scripts: Arc::new([
                 redis::Script::new(OFFER_REMATCH),
                 redis::Script::new(ACCEPT_REMATCH),
                 redis::Script::new(DROP_REMATCH),
             ]),
+            ack: AckReplicas::NONE,
+            writers: Arc::new([]),
+            next_writer: Arc::new(AtomicUsize::new(0)),
         }
+    }
+
+    /// Acknowledges a write only once `ack.replicas` replicas confirmed it, waiting on
+    /// `writers` (connections to the same Redis, [`ACK_WRITERS`] of them, used for writes
+    /// alone). With `ack.replicas` 0 writes are acknowledged as the master makes them.
+    pub fn acknowledged_by(mut self, ack: AckReplicas, writers: Vec<RedisConn>) -> RedisStore {
+        if ack.replicas > 0 && !writers.is_empty() {
+            self.ack = ack;
+            self.writers = writers.into();
+        } else {
+            self.ack = AckReplicas::NONE;
+            self.writers = Arc::new([]);
+        }
+        self
+    }
+
+    /// How many replicas a write waits for.
+    pub fn ack_replicas(&self) -> AckReplicas {
+        self.ack
+    }
+
+    /// The fewest replicas any master has now: from `INFO replication` on one Redis (its
+    /// connected replicas), from `CLUSTER NODES` on a cluster (replicas not failed, per
+    /// master serving slots). 0 on a replica or a master without any.
+    pub async fn replicas_per_master(&self) -> Result<u32, StoreError> {
+        let mut conn = self.conn.clone();
+        if self.conn.is_cluster() {
+            let nodes: String = redis::cmd("CLUSTER")
+                .arg("NODES")
+                .query_async(&mut conn)
+                .await?;
+            Ok(replicas_per_master_in(&nodes))
+        } else {
+            let info: String = redis::cmd("INFO")
+                .arg("replication")
+                .query_async(&mut conn)
+                .await?;
+            let field = |name: &str| {
+                info.lines()
+                    .find_map(|l| l.trim().strip_prefix(name)?.strip_prefix(':'))
+                    .map(str::to_owned)
+            };
+            if field("role").as_deref() != Some("master") {
+                return Ok(0);
+            }
+            Ok(field("connected_slaves")
+                .and_then(|n| n.parse().ok())
+                .unwrap_or(0))
+        }
+    }
+
+    /// The next connection for an acknowledged write.
+    fn writer(&self) -> RedisConn {
+        let i = self.next_writer.fetch_add(1, Ordering::Relaxed);
+        self.writers[i % self.writers.len()].clone()
+    }
+
+    /// Runs `write` (built by `command`: by script hash first, by script text if the node
+    /// does not know the script) followed by `WAIT`, in one pipeline on one writer
+    /// connection — so on the node that took the write: a cluster routes the pipeline by
+    /// the write's key. Answers the write's reply and how many replicas confirmed it.
+    async fn write_and_wait(
+        &self,
+        command: impl Fn(bool) -> redis::Cmd,
+    ) -> Result<(redis::Value, i64), StoreError> {
+        let mut conn = self.writer();
+        let timeout_ms = u64::try_from(self.ack.timeout.as_millis()).unwrap_or(u64::MAX);
+        for by_hash in [true, false] {
+            let mut pipe = redis::pipe();
+            pipe.add_command(command(by_hash))
+                .cmd("WAIT")
+                .arg(self.ack.replicas)
+                .arg(timeout_ms)
+                .ignore_errors();
+            let mut replies: Vec<redis::RedisResult<redis::Value>> =
+                pipe.query_async(&mut conn).await?;
+            let (Some(waited), Some(written)) = (replies.pop(), replies.pop()) else {
+                return Err(StoreError::Backend(
+                    "a write and WAIT answered fewer than two replies".into(),
+                ));
+            };
+            let written = match written {
+                Err(e) if by_hash && is_noscript(&e) => continue,
+                other => other?,
+            };
+            let confirmed: i64 = redis::from_redis_value(waited?)?;
+            return Ok((written, confirmed));
+        }
+        Err(StoreError::Backend(
+            "the node refused the script by text after refusing it by hash".into(),
+        ))
     }
 
     /// The Redis connection (for readiness checks).
@@ -413,6 +603,28 @@ impl RedisStore {
     }
 }
 
+/// The fewest replicas (not failed) of any master serving slots, from `CLUSTER NODES`
+/// (`<id> <addr> <flags> <master id> … <slots>`); 0 if no master serves any.
+fn replicas_per_master_in(nodes: &str) -> u32 {
+    let lines: Vec<Vec<&str>> = nodes
+        .lines()
+        .map(|l| l.split_whitespace().collect())
+        .filter(|f: &Vec<&str>| f.len() >= 8)
+        .collect();
+    let failed = |flags: &str| flags.split(',').any(|f| f == "fail" || f == "fail?");
+    lines
+        .iter()
+        .filter(|f| f[2].split(',').any(|flag| flag == "master") && f.len() > 8 && !failed(f[2]))
+        .map(|master| {
+            lines
+                .iter()
+                .filter(|f| f[3] == master[0] && !failed(f[2]))
+                .count() as u32
+        })
+        .min()
+        .unwrap_or(0)
+}
+
 impl GameStore for RedisStore {
     async fn load(&self, game: &GameId) -> Result<Option<(u64, Bytes)>, StoreError> {
         let mut conn = self.conn.clone();
@@ -429,33 +641,79 @@ impl GameStore for RedisStore {
     }
 
     async fn compare_and_set(&self, write: Write) -> Result<bool, StoreError> {
-        let mut conn = self.conn.clone();
-        let mut invocation = self.cas.prepare_invoke();
-        invocation
-            .key(self.ns.game_state_key(&write.game))
-            .key(self.ns.game_log_key(&write.game))
-            .key(self.ns.finished_outbox_key(Shard::of(&write.game)))
-            .key(self.ns.deadlines_key(Shard::of(&write.game)))
-            .key(self.ns.bot_outbox_key(Shard::of(&write.game)))
-            .arg(write.expected)
-            .arg(write.version)
-            .arg(write.state.as_ref())
-            .arg(write.finished_ttl.map_or(0, |d| d.as_secs().max(1)))
-            .arg(write.game.to_string())
-            .arg(write.deadline.unwrap_or(-1))
-            .arg(if write.outbox { "1" } else { "0" });
-        match &write.bot_job {
-            Some(job) => invocation.arg(job.id.as_str()).arg(job.payload.as_ref()),
-            None => invocation.arg("").arg(""),
+        let shard = Shard::of(&write.game);
+        let command = |by_hash: bool| {
+            let mut cmd = self.cas.cmd(by_hash);
+            cmd.arg(5)
+                .arg(self.ns.game_state_key(&write.game))
+                .arg(self.ns.game_log_key(&write.game))
+                .arg(self.ns.finished_outbox_key(shard))
+                .arg(self.ns.deadlines_key(shard))
+                .arg(self.ns.bot_outbox_key(shard))
+                .arg(write.expected)
+                .arg(write.version)
+                .arg(write.state.as_ref())
+                .arg(write.finished_ttl.map_or(0, |d| d.as_secs().max(1)))
+                .arg(write.game.to_string())
+                .arg(write.deadline.unwrap_or(-1))
+                .arg(if write.outbox { "1" } else { "0" });
+            match &write.bot_job {
+                Some(job) => cmd.arg(job.id.as_str()).arg(job.payload.as_ref()),
+                None => cmd.arg("").arg(""),
+            };
+            for entry in &write.entries {
+                cmd.arg(entry.as_ref());
+            }
+            cmd
         };
-        for entry in &write.entries {
-            invocation.arg(entry.as_ref());
+        if self.ack.replicas == 0 {
+            let mut conn = self.conn.clone();
+            let applied: i64 = match command(true).query_async(&mut conn).await {
+                Err(e) if is_noscript(&e) => command(false).query_async(&mut conn).await?,
+                other => other?,
+            };
+            if applied == 1 {
+                self.nudge_if_soon(write.deadline).await;
+            }
+            return Ok(applied == 1);
         }
-        let applied: i64 = invocation.invoke_async(&mut conn).await?;
+        let (applied, confirmed) = self.write_and_wait(command).await?;
+        let applied: i64 = redis::from_redis_value(applied)?;
+        // A compare-and-set that lost wrote nothing: there is nothing to wait for.
+        if applied == 1 && confirmed < i64::from(self.ack.replicas) {
+            return Err(StoreError::NotReplicated {
+                confirmed,
+                required: self.ack.replicas,
+            });
+        }
         if applied == 1 {
             self.nudge_if_soon(write.deadline).await;
         }
         Ok(applied == 1)
+    }
+
+    async fn replicated(&self, game: &GameId) -> Result<(), StoreError> {
+        if self.ack.replicas == 0 {
+            return Ok(());
+        }
+        // `WAIT` counts the replicas that have this connection's last write, and the
+        // replication stream is in order: a write of the game's shard on this connection,
+        // once confirmed, means every earlier write to that node is too, whoever made it.
+        let probe = self.ns.replication_probe_key(Shard::of(game));
+        let (_, confirmed) = self
+            .write_and_wait(|_| {
+                let mut cmd = redis::cmd("SET");
+                cmd.arg(&probe).arg(1);
+                cmd
+            })
+            .await?;
+        if confirmed < i64::from(self.ack.replicas) {
+            return Err(StoreError::NotReplicated {
+                confirmed,
+                required: self.ack.replicas,
+            });
+        }
+        Ok(())
     }
 
     async fn log_after(
@@ -855,6 +1113,10 @@ impl GameStore for MemoryStore {
         Ok(true)
     }
 
+    async fn replicated(&self, _game: &GameId) -> Result<(), StoreError> {
+        Ok(())
+    }
+
     async fn log_after(
         &self,
         game: &GameId,
@@ -1018,5 +1280,38 @@ impl MemoryStore {
     /// The scheduled deadline of a game (tests).
     pub fn deadline(&self, game: &GameId) -> Option<i64> {
         self.deadlines.scheduled(game)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::replicas_per_master_in;
+
+    #[test]
+    fn replicas_are_counted_per_master_from_cluster_nodes() {
+        let nodes = "\
+a1 127.0.0.1:7000@17000 myself,master - 0 0 1 connected 0-5460
+a2 127.0.0.1:7001@17001 master - 0 0 2 connected 5461-10922
+a3 127.0.0.1:7002@17002 master - 0 0 3 connected 10923-16383
+b1 127.0.0.1:7003@17003 slave a1 0 0 1 connected
+b2 127.0.0.1:7004@17004 slave a2 0 0 2 connected
+b3 127.0.0.1:7005@17005 slave a3 0 0 3 connected
+c3 127.0.0.1:7006@17006 slave a3 0 0 3 connected
+";
+        assert_eq!(
+            replicas_per_master_in(nodes),
+            1,
+            "the fewest any master has"
+        );
+        let failed = nodes.replace("slave a2", "slave,fail a2");
+        assert_eq!(
+            replicas_per_master_in(&failed),
+            0,
+            "a failed replica does not count"
+        );
+        // A master without slots (an empty node) is not counted.
+        let spare = format!("{nodes}d1 127.0.0.1:7007@17007 master - 0 0 4 connected\n");
+        assert_eq!(replicas_per_master_in(&spare), 1);
+        assert_eq!(replicas_per_master_in(""), 0);
     }
 }

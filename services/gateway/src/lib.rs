@@ -128,10 +128,9 @@ pub async fn build(config: &Config) -> anyhow::Result<Service> {
     // The state's own signal: `Service::serve` trips it when the caller's signal comes.
     let shutdown = Shutdown::new();
     let ns = Namespace::new(&config.namespace.namespace).map_err(anyhow::Error::msg)?;
-    let pool = sqlx::postgres::PgPoolOptions::new()
-        .max_connections(16)
-        .acquire_timeout(Duration::from_secs(5))
-        .connect(&config.postgres.database_url)
+    let pool = config
+        .postgres
+        .pool(16)
         .await
         .context("connecting to Postgres")?;
     MIGRATOR.run(&pool).await.context("applying migrations")?;

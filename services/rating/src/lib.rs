@@ -509,9 +509,9 @@ pub async fn build(config: &Config) -> anyhow::Result<Service> {
         TEST_HOOK_VARIABLES,
     )?;
     let ns = Namespace::new(&config.namespace.namespace).map_err(anyhow::Error::msg)?;
-    let pool = sqlx::postgres::PgPoolOptions::new()
-        .max_connections(8)
-        .connect(&config.postgres.database_url)
+    let pool = config
+        .postgres
+        .pool(8)
         .await
         .context("connecting to Postgres")?;
     MIGRATOR.run(&pool).await.context("applying migrations")?;
