@@ -51,7 +51,8 @@ before(async () => {
     });
     server.on('exit', (code) => reject(new Error(`frontier dev exited (${code})`)));
   });
-  browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox', '--disable-gpu'] });
+  // No GPU: WebGL (the 3D board) is drawn by SwiftShader, in software.
+  browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox', '--disable-gpu', '--enable-unsafe-swiftshader'] });
 });
 
 after(async () => {
@@ -180,10 +181,15 @@ const gameState = (page) => page.evaluate(() => {
   return JSON.parse(JSON.stringify(g));
 });
 
-/** What the DOM of `page` shows as pieces: {square: {piece, hidden}}. */
-const shownPieces = (page) => page.evaluate(() => Object.fromEntries(
-  [...document.querySelectorAll('[data-piece]')].map((e) => [e.dataset.on, { piece: e.dataset.piece, hidden: !!e.dataset.hidden }]),
-));
+/**
+ * What `page` shows as pieces: {square: {piece, hidden}} — the 2D board's DOM, or the 3D
+ * board's scene where the player chose 3D.
+ */
+const shownPieces = (page) => page.evaluate(() => {
+  const scene = window.frontier.scene3d();
+  if (scene) return Object.fromEntries(Object.entries(scene.pieces).map(([sq, p]) => [sq, { piece: p.piece, hidden: p.hidden }]));
+  return Object.fromEntries([...document.querySelectorAll('[data-piece]')].map((e) => [e.dataset.on, { piece: e.dataset.piece, hidden: !!e.dataset.hidden }]));
+});
 
 const APPARENT = (sq) => {
   const r = sq[1];
@@ -986,6 +992,234 @@ test('seven board looks and seven piece sets, chosen mid-game from the settings 
   assert.equal(await w.locator('#board svg.look-marble').count(), 1);
   assert.equal(await w.inputValue('#board-look'), 'marble');
   await shot(w, '23-marble-pixel');
+  await white.context.close();
+  await black.context.close();
+});
+
+// ---------------------------------------------------------------- the 3D board (issue 25)
+
+const scene3d = (page) => page.evaluate(() => window.frontier.scene3d());
+
+/** A screenshot of the board as it is on screen (the game screen may draw #board anew meanwhile). */
+const boardShot = async (page, opts = {}) => page.screenshot({ clip: await boxOf(page, '#board'), ...opts });
+
+/** Switches the game on `page` to the 3D board, and waits until it is drawn in its look. */
+async function to3d(page) {
+  await page.click('#view3d');
+  await page.waitForFunction(() => {
+    const s = window.frontier.scene3d();
+    return s && s.look;
+  }, null, { timeout: WAIT });
+  assert.equal(await page.locator('#board canvas.board-3d').count(), 1);
+  assert.equal(await page.locator('#board svg').count(), 0, 'the 2D board is gone');
+}
+
+/** Where a player clicks square `name` on the 3D board: the camera's projection of it. */
+async function point3d(page, name) {
+  return (await page.waitForFunction((n) => window.frontier.square3d(n), name, { timeout: WAIT })).jsonValue();
+}
+
+async function click3d(page, name) {
+  const { x, y } = await point3d(page, name);
+  await page.mouse.click(x, y);
+}
+
+/** Plays `uci` by clicking its two squares on the 3D board, and waits until both pages show it. */
+async function clickMove3d(mover, other, uci) {
+  const n = await plies(mover);
+  await click3d(mover, uci.slice(0, 2));
+  await click3d(mover, uci.slice(2, 4));
+  try {
+    await waitPlies(mover, n + 1);
+    await waitPlies(other, n + 1);
+  } catch (e) {
+    await shot(mover, `failed-3d-${uci}-mover`);
+    throw new Error(`${uci} was not played on the 3D board: ${e.message}`);
+  }
+}
+
+/**
+ * How many pixels of a PNG screenshot are within `tol` of colour [r, g, b] on every
+ * channel (decoded by the page's own image decoder).
+ */
+const countColour = (page, png, rgb, tol = 40) => page.evaluate(async ([b64, [r, g, b], tol]) => {
+  const img = new Image();
+  img.src = `data:image/png;base64,${b64}`;
+  await img.decode();
+  const c = document.createElement('canvas');
+  c.width = img.width;
+  c.height = img.height;
+  const g2 = c.getContext('2d');
+  g2.drawImage(img, 0, 0);
+  const d = g2.getImageData(0, 0, c.width, c.height).data;
+  let n = 0;
+  for (let i = 0; i < d.length; i += 4) if (Math.abs(d[i] - r) <= tol && Math.abs(d[i + 1] - g) <= tol && Math.abs(d[i + 2] - b) <= tol) n++;
+  return n;
+}, [png.toString('base64'), rgb, tol]);
+
+test('3D: a hidden game played partly in 2D and partly in 3D (switched mid-game, moves by clicks and a drag on the 3D squares, a reveal and a private capture seen in 3D, hidden marks drawn), every board look and piece set dressing the 3D board, orbit and zoom within limits, back to 2D; without WebGL the board stays 2D and says why', { skip: SKIP || false }, async () => {
+  const { white, black, id } = await twoPlayers({ variant: 'hidden' });
+  const [w, b] = [white.page, black.page];
+  // 2D first.
+  await clickMove(w, b, 'e2e4');
+  await clickMove(b, w, 'e7e5');
+  // White lifts the board mid-game.
+  await to3d(w);
+  assert.equal(await w.getAttribute('#view3d', 'aria-pressed'), 'true');
+  let scene = await scene3d(w);
+  assert.equal(Object.keys(scene.pieces).length, 32);
+  assert.equal(Object.values(scene.pieces).filter((p) => p.hidden).length, 28, 'every piece not yet moved is hidden');
+  assert.deepEqual(scene.pieces.e4, { piece: 'wp', hidden: false, unveiled: false });
+  assert.deepEqual(scene.last, ['e7', 'e5']);
+  // The hidden mark (purple #7b1fa2) is drawn: on the 3D board's pixels, not only in its state.
+  const purple = await countColour(w, await boardShot(w), [0x7b, 0x1f, 0xa2], 30);
+  assert.ok(purple > 500, `hidden marks drawn in 3D: ${purple} purple pixels`);
+  await shot(w, '24-3d-hidden');
+  // 2. Bc4 by two clicks on the 3D squares: the hidden piece on f1 reveals itself a bishop.
+  await clickMove3d(w, b, 'f1c4');
+  scene = await scene3d(w);
+  assert.deepEqual(scene.pieces.c4, { piece: 'wb', hidden: false, unveiled: false });
+  assert.equal(scene.pieces.f1, undefined);
+  assert.ok(scene.reveals.includes('c4'), `the reveal shown in 3D: ${JSON.stringify(scene.reveals)}`);
+  // Black plays on in 2D.
+  await clickMove(b, w, 'd8h4');
+  // 3. Bxf7+: White takes a hidden pawn; the capture's identity (sent to White alone) is
+  // what White sees sink away in 3D.
+  await clickMove3d(w, b, 'c4f7');
+  scene = await scene3d(w);
+  assert.deepEqual(scene.captures.at(-1), { square: 'f7', piece: 'bp', hidden: false, identified: true });
+  assert.deepEqual((await gameState(w)).capturedIdentities.map((c) => `${c.square}:${c.role}`), ['f7:pawn']);
+  assert.deepEqual((await gameState(b)).capturedIdentities, [], 'Black is told nothing');
+  assert.equal(await w.locator('.cid[data-square="f7"]').count(), 1);
+  assert.ok(scene.anims.includes('slide') && scene.anims.includes('capture') && scene.anims.includes('reveal'), `animations in 3D: ${scene.anims}`);
+  await checkNoUnsentIdentity(white, id);
+  await checkNoUnsentIdentity(black, id);
+  await clickMove(b, w, 'e8f7');
+  // 4. h3 by dragging the pawn on the 3D board.
+  const from = await point3d(w, 'h2');
+  const to = await point3d(w, 'h3');
+  const n = await plies(w);
+  await w.mouse.move(from.x, from.y);
+  await w.mouse.down();
+  await w.mouse.move(to.x, to.y, { steps: 8 });
+  await w.mouse.up();
+  await waitPlies(b, n + 1);
+  assert.equal((await gameState(b)).moves.at(-1).uci, 'h2h3');
+  await clickMove(b, w, 'f8c5');
+  // Orbit (a drag from an empty square) and zoom, both within their limits.
+  const cam = () => w.evaluate(() => {
+    const b3 = window.frontier.three.board;
+    return { yaw: b3.yaw, pitch: b3.pitch, distance: b3.distance };
+  });
+  const start = await cam();
+  const d4 = await point3d(w, 'd4');
+  await w.mouse.move(d4.x, d4.y);
+  await w.mouse.down();
+  await w.mouse.move(d4.x + 300, d4.y + 250, { steps: 10 });
+  await w.mouse.up();
+  let c = await cam();
+  assert.ok(c.yaw !== start.yaw && c.pitch !== start.pitch, 'the drag turned the board');
+  assert.ok(c.yaw >= -Math.PI && c.pitch >= 0.12 && c.pitch <= 1.2, `within limits: ${JSON.stringify(c)}`);
+  assert.equal((await gameState(w)).moves.length, n + 2, 'turning the board made no move');
+  await w.mouse.move(d4.x, d4.y);
+  for (let i = 0; i < 30; i++) await w.mouse.wheel(0, 400);
+  assert.equal((await cam()).distance, 24, 'zoomed out to the limit');
+  await w.evaluate(() => window.frontier.three.board.setCamera({ yaw: 0, pitch: 0.72, distance: 15.5 }));
+  // A move from the turned-back camera still lands where it is clicked.
+  await clickMove3d(w, b, 'a2a3');
+  // Every board look and piece set, chosen mid-game, dresses the 3D board differently.
+  await new Promise((r) => setTimeout(r, 1300)); // past the move's animation: the board stands still
+  await w.click('#looks summary');
+  mkdirSync(`${SHOTS}docs`, { recursive: true });
+  const board = async (name) => {
+    const img = await boardShot(w, { path: `${SHOTS}${name}.png` });
+    await boardShot(w, { path: `${SHOTS}docs/${name}.jpg`, type: 'jpeg', quality: 70 });
+    return img.toString('base64');
+  };
+  const looks = [];
+  for (const look of ['felt', 'marble', 'sandstone', 'glacier', 'amber', 'tidepool', 'chamber']) {
+    await w.selectOption('#board-look', look);
+    await w.waitForFunction((l) => window.frontier.scene3d()?.look === l, look, { timeout: WAIT });
+    const img = await board(`board3d-${look}`);
+    assert.ok(!looks.includes(img), `the ${look} look dresses the 3D board differently from every other`);
+    looks.push(img);
+  }
+  await w.selectOption('#board-look', 'marble');
+  await w.waitForFunction(() => window.frontier.scene3d()?.look === 'marble', null, { timeout: WAIT });
+  const sets = [];
+  for (const set of ['frontier', 'geometric', 'letters', 'emblem', 'outline', 'pixel', 'relief']) {
+    await w.selectOption('#piece-set', set);
+    await w.waitForFunction((s) => localStorage.getItem('frontier.pieces') === JSON.stringify(s), set);
+    const img = await board(`pieces3d-${set}`);
+    assert.ok(!sets.includes(img), `the ${set} set draws the 3D pieces differently from every other`);
+    sets.push(img);
+  }
+  await w.selectOption('#piece-set', 'frontier');
+  // The choice of 3D is kept across a reload; back to 2D mid-game.
+  await w.reload();
+  await w.waitForFunction(() => window.frontier.scene3d()?.look, null, { timeout: WAIT });
+  await w.click('#view3d');
+  await w.waitForSelector('#board svg', { timeout: WAIT });
+  assert.equal(await w.locator('#board canvas').count(), 0);
+  assert.equal(await w.evaluate(() => localStorage.getItem('frontier.view3d')), 'false');
+  // A browser without WebGL: the board stays 2D, with a message.
+  const context = await browser.newContext({ viewport: { width: 1200, height: 900 }, locale: 'en-US' });
+  await context.addInitScript(() => {
+    const real = HTMLCanvasElement.prototype.getContext;
+    HTMLCanvasElement.prototype.getContext = function (kind, ...rest) {
+      return /webgl/.test(kind) ? null : real.call(this, kind, ...rest);
+    };
+  });
+  const page = await context.newPage();
+  await page.goto(base + '/');
+  await enterAsGuest(page);
+  await page.evaluate((gid) => (location.hash = `#/game/${gid}`), id);
+  await page.waitForSelector('#board svg', { timeout: WAIT });
+  await page.click('#view3d');
+  await page.waitForFunction(() => !document.querySelector('#notice').hidden, null, { timeout: WAIT });
+  assert.match(await page.textContent('#notice'), /cannot draw the 3D board/);
+  assert.equal(await page.locator('#board svg').count(), 1);
+  assert.equal(await page.locator('#board canvas').count(), 0);
+  assert.equal(await page.getAttribute('#view3d', 'aria-pressed'), 'false');
+  await context.close();
+  await clickMove(b, w, 'h4f2');
+  await w.waitForSelector('#result', { timeout: WAIT });
+  await white.context.close();
+  await black.context.close();
+});
+
+test('3D: an atomic explosion animated on the 3D board', { skip: SKIP || false }, async () => {
+  const { white, black } = await twoPlayers({ variant: 'atomic' });
+  const [w, b] = [white.page, black.page];
+  await to3d(w);
+  await clickMove3d(w, b, 'e2e4');
+  await clickMove(b, w, 'd7d5');
+  // Every frame the 3D board draws is read back as it is drawn: the largest count of the
+  // fireball's orange pixels in one frame.
+  await w.evaluate(() => {
+    const b3 = window.frontier.three.board;
+    window.__orange = 0;
+    b3.afterRender = () => {
+      const gl = b3.renderer.getContext();
+      const { width, height } = gl.canvas;
+      const px = new Uint8Array(width * height * 4);
+      gl.readPixels(0, 0, width, height, gl.RGBA, gl.UNSIGNED_BYTE, px);
+      let n = 0;
+      for (let i = 0; i < px.length; i += 4) if (px[i] > 200 && px[i + 1] > 70 && px[i + 1] < 170 && px[i + 2] < 90) n++;
+      window.__orange = Math.max(window.__orange, n);
+    };
+  });
+  await clickMove3d(w, b, 'e4d5');
+  await w.waitForFunction(() => window.__orange > 500, null, { timeout: WAIT }).catch(() => {});
+  const orange = await w.evaluate(() => window.__orange);
+  await w.evaluate(() => (window.frontier.three.board.afterRender = null));
+  assert.ok(orange > 500, `the explosion drawn in 3D: at most ${orange} orange pixels in a frame`);
+  const scene = await scene3d(w);
+  // The capture square, the capturer's origin... every square the blast emptied.
+  assert.ok(scene.booms.includes('d5') && scene.booms.includes('e4'), `blasts at ${scene.booms}`);
+  assert.ok(scene.anims.includes('explode'), `animations: ${scene.anims}`);
+  assert.equal(scene.pieces.d5, undefined, 'the capturer went up with the capture');
+  await shot(w, '25-3d-explosion');
   await white.context.close();
   await black.context.close();
 });

@@ -68,6 +68,9 @@ const app = {
   // the frame handler to the first animation frame after the board was drawn for it (the
   // last 500 moves of the game on screen; read by the browser test's measure).
   perf: { moveDrawn: [] },
+  // The 3D board: its module once imported, the one board (one WebGL context) once made,
+  // and whether this browser failed to draw it.
+  three: { module: null, loading: null, board: null, failed: false },
 };
 window.frontier = app;
 
@@ -206,6 +209,8 @@ function onFrame(frame) {
           at: now,
           slide: app.dragged === e.uci.slice(0, 4) ? null : [from, to],
           captured: taken,
+          // A hidden piece this seat took: what it was (sent to the capturer only).
+          capturedIdentity: e.captured_identity ? ROLE_LETTER[e.captured_identity] : null,
           // Atomic: the capture square, the capturer's origin and every square emptied.
           exploded: g.variant === 'atomic' && e.captured ? [...new Set([e.uci.slice(0, 2), e.uci.slice(2, 4), ...(e.exploded || [])])] : [],
           revealed: e.reveal ? parseSquare(e.reveal.square) : -1,
@@ -690,8 +695,9 @@ function layoutPieces(shuffle) {
 function renderGame() {
   const main = $('#main.game-screen');
   if (!main) return;
-  // Never rebuild the board under a piece being dragged: draw once it is dropped.
-  if (app.board && app.board.drag && app.board.el.isConnected) {
+  // Never rebuild the board under a piece being dragged (or the 3D board being turned):
+  // draw once it is dropped.
+  if (app.board && (app.board.drag || app.board.press) && app.board.el.isConnected) {
     app.board.afterDrag = renderGame;
     return;
   }
@@ -771,6 +777,7 @@ function renderGame() {
         </span>
         ${stepped ? `<button type="button" id="back-live" class="${newMoves ? 'more' : ''}">${t('backToLive')}${newMoves ? ` — ${t('newMoves', { n: g.moves.length - view.seen })}` : ''}</button>` : ''}
         <span class="row">
+          <button type="button" id="view3d" aria-pressed="${!!(store.get('view3d', false) && !app.three.failed)}">${t('view3d')}</button>
           <button type="button" id="flip" aria-pressed="${view.flipped}" title="${t('flipBoard')} (f)">${t('flipBoard')}</button>
           <button type="button" id="mute" aria-pressed="${muted()}">${t('muteSounds')}</button>
         </span>
@@ -810,7 +817,7 @@ function renderGame() {
   // The opponent's turn: a move may be queued (premove), one the rules could allow.
   const premovable = playing && mine && !myTurn && !g.pendingPromotion && !stepped;
   const premove = premovable ? app.premoves.get(id) : null;
-  app.board = new BoardView($('#board'), {
+  const handlers = {
     legalFrom: (sq) => (canMove ? legalMoves(pos).filter((m) => m.from === sq).map((m) => m.to) : premovable ? premoveDests(g, sq) : []),
     onMove: (from, to, dragged) => {
       if (canMove) {
@@ -822,7 +829,12 @@ function renderGame() {
       }
     },
     onCancel: () => cancelPremove(id),
-  });
+  };
+  const board3d = store.get('view3d', false) ? threeD() : null;
+  if (board3d) {
+    board3d.attach($('#board'), handlers);
+    app.board = board3d;
+  } else app.board = new BoardView($('#board'), handlers);
   app.board.gameId = id;
   app.board.selected = keepSelected;
   app.board.set({
@@ -841,6 +853,62 @@ function renderGame() {
   });
   bindGame(g);
 }
+
+// ---------------------------------------------------------------- 3D
+
+/**
+ * The 3D board, if the player chose it and this browser can draw it: its module (with
+ * three.js) is imported the first time only, the game drawn in 2D meanwhile and again in
+ * 3D once it has come. Where WebGL is missing the board stays 2D, and the player is told.
+ */
+function threeD() {
+  const s = app.three;
+  if (s.board) return s.board;
+  if (s.failed) return null;
+  if (!s.module) {
+    if (!s.loading) {
+      s.loading = import('./board3d.js').then(
+        (m) => {
+          s.module = m;
+          renderGame();
+        },
+        () => {
+          // Not loaded (offline, or a browser without modules' dynamic import): try again next time.
+          s.loading = null;
+          s.failed = true;
+          setNotice(t('no3d'));
+          renderGame();
+        },
+      );
+    }
+    return null;
+  }
+  try {
+    if (!s.module.webglAvailable()) throw new Error('no WebGL 2');
+    s.board = new s.module.Board3D();
+    return s.board;
+  } catch {
+    s.failed = true;
+    setNotice(t('no3d'));
+    $('#view3d')?.setAttribute('aria-pressed', 'false');
+    return null;
+  }
+}
+
+/** Switches between the 2D and the 3D board (kept in localStorage), mid-game too. */
+function toggle3d() {
+  const on = !(store.get('view3d', false) && !app.three.failed);
+  // A second try after a failure asks the browser again.
+  if (on) app.three.failed = false;
+  store.set('view3d', on);
+  renderGame();
+}
+
+const shows3d = () => !!(store.get('view3d', false) && app.three.board && app.board === app.three.board);
+
+// The tests click the 3D board where a player would: a square's point on screen.
+app.square3d = (name) => (shows3d() ? app.three.board.clientPointOf(name) : null);
+app.scene3d = () => (shows3d() ? app.three.board.sceneState() : null);
 
 function viewOf(id) {
   if (!app.views.has(id)) app.views.set(id, { flipped: false, ply: null, seen: 0 });
@@ -936,6 +1004,7 @@ function bindGame(g) {
   on('#step-last', () => stepTo(g, n));
   on('#back-live', () => stepTo(g, n));
   on('#flip', () => flip(g));
+  on('#view3d', toggle3d);
   on('#mute', () => {
     setMuted(!muted());
     renderGame();
