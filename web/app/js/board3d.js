@@ -86,22 +86,22 @@ function geometries(segments) {
   return out;
 }
 
-// The seven piece sets, in 3D: each a style of its own (colours, shine, facets).
+// The seven piece sets, in 3D: each a style of its own (colours, facets, smoothness).
 const SETS = {
-  frontier: { segments: 20, white: 0xf3ead8, black: 0x2b2b2b, shine: 30 },
-  geometric: { segments: 6, flat: true, white: 0xfafafa, black: 0x30343a, shine: 10 },
-  letters: { segments: 16, white: 0xfff6e0, black: 0x1f2a44, shine: 20 },
-  emblem: { segments: 20, white: 0xe2c25a, black: 0x8e98a3, shine: 90, specular: 0x777777 },
-  outline: { segments: 12, flat: true, white: 0xffffff, black: 0x111111, shine: 0 },
-  pixel: { segments: 4, flat: true, white: 0xe8e8e8, black: 0x3a3a3a, shine: 0 },
-  relief: { segments: 20, white: 0xe3c28f, black: 0x5b3a22, shine: 40 },
+  frontier: { segments: 12, white: 0xf3ead8, black: 0x2b2b2b },
+  geometric: { segments: 6, flat: true, white: 0xfafafa, black: 0x30343a },
+  letters: { segments: 10, white: 0xfff6e0, black: 0x1f2a44 },
+  emblem: { segments: 16, white: 0xe2c25a, black: 0x8e98a3 },
+  outline: { segments: 8, flat: true, white: 0xffffff, black: 0x111111 },
+  pixel: { segments: 4, flat: true, white: 0xe8e8e8, black: 0x3a3a3a },
+  relief: { segments: 12, white: 0xe3c28f, black: 0x5b3a22 },
 };
 
 const materialCache = new Map();
 function materials(set) {
   if (materialCache.has(set)) return materialCache.get(set);
   const s = SETS[set] || SETS.frontier;
-  const make = (color) => new THREE.MeshPhongMaterial({ color, shininess: s.shine, flatShading: !!s.flat, specular: s.specular ?? 0x222222 });
+  const make = (color) => new THREE.MeshLambertMaterial({ color, flatShading: !!s.flat });
   const m = { w: make(s.white), b: make(s.black) };
   materialCache.set(set, m);
   return m;
@@ -117,28 +117,45 @@ function spriteTexture(draw) {
   return tex;
 }
 
-// The hidden mark, as in 2D: a purple disc with a white rim and "?".
-let hiddenMarkMaterial = null;
+// The hidden mark, as in 2D: a purple disc with a white rim and "?". Every hidden piece's
+// mark is one point of a single Points object (one draw call), always facing the camera and
+// drawn over everything; a piece taken while hidden sinks with a sprite of its own.
+let markTexture = null;
+function hiddenMarkTexture() {
+  markTexture ||= spriteTexture((g) => {
+    g.fillStyle = '#7b1fa2';
+    g.strokeStyle = '#fff';
+    g.lineWidth = 12;
+    g.beginPath();
+    g.arc(64, 64, 54, 0, Math.PI * 2);
+    g.fill();
+    g.stroke();
+    g.fillStyle = '#fff';
+    g.font = 'bold 84px system-ui, sans-serif';
+    g.textAlign = 'center';
+    g.textBaseline = 'middle';
+    g.fillText('?', 64, 70);
+  });
+  return markTexture;
+}
+let markPointsMaterial = null;
+let markSpriteMaterial = null;
+const MARK_SIZE = 0.42;
+const FOV = 38;
+function hiddenMarks(points) {
+  // A point's size is scaled by the viewport's half height over depth, not by the field of
+  // view: divided by tan(fov / 2), it is as large as a sprite of MARK_SIZE would be.
+  markPointsMaterial ||= new THREE.PointsMaterial({ map: hiddenMarkTexture(), size: MARK_SIZE / Math.tan(THREE.MathUtils.degToRad(FOV / 2)), sizeAttenuation: true, transparent: true, alphaTest: 0.05, depthTest: false });
+  const g = new THREE.BufferGeometry();
+  g.setAttribute('position', new THREE.Float32BufferAttribute(points.flatMap((v) => [v.x, v.y, v.z]), 3));
+  const marks = new THREE.Points(g, markPointsMaterial);
+  marks.renderOrder = 10;
+  return marks;
+}
 function hiddenMark() {
-  if (!hiddenMarkMaterial) {
-    const map = spriteTexture((g) => {
-      g.fillStyle = '#7b1fa2';
-      g.strokeStyle = '#fff';
-      g.lineWidth = 12;
-      g.beginPath();
-      g.arc(64, 64, 54, 0, Math.PI * 2);
-      g.fill();
-      g.stroke();
-      g.fillStyle = '#fff';
-      g.font = 'bold 84px system-ui, sans-serif';
-      g.textAlign = 'center';
-      g.textBaseline = 'middle';
-      g.fillText('?', 64, 70);
-    });
-    hiddenMarkMaterial = new THREE.SpriteMaterial({ map, depthTest: false, transparent: true });
-  }
-  const s = new THREE.Sprite(hiddenMarkMaterial);
-  s.scale.set(0.42, 0.42, 1);
+  markSpriteMaterial ||= new THREE.SpriteMaterial({ map: hiddenMarkTexture(), depthTest: false, transparent: true });
+  const s = new THREE.Sprite(markSpriteMaterial);
+  s.scale.set(MARK_SIZE, MARK_SIZE, 1);
   s.renderOrder = 10;
   return s;
 }
@@ -152,7 +169,7 @@ const flat = (geometry) => {
 const SQUARE = flat(new THREE.PlaneGeometry(1, 1));
 const DOT = flat(new THREE.CircleGeometry(0.14, 20));
 const RING = flat(new THREE.RingGeometry(0.38, 0.46, 32));
-const FOOT_RING = flat(new THREE.RingGeometry(0.34, 0.42, 32));
+const FOOT_RING = flat(new THREE.RingGeometry(0.34, 0.42, 20));
 const mark = (color, opacity) => new THREE.MeshBasicMaterial({ color, opacity, transparent: true, depthWrite: false });
 const MARKS = {
   last: mark(0xf5e663, 0.5),
@@ -170,7 +187,7 @@ const at = (sq, y = 0) => new THREE.Vector3(fileOf(sq) - 3.5, y, 3.5 - rankOf(sq
 
 export class Board3D {
   constructor() {
-    this.renderer = new THREE.WebGLRenderer({ antialias: true, alpha: true, powerPreference: 'low-power' });
+    this.renderer = new THREE.WebGLRenderer({ antialias: false, alpha: true, powerPreference: 'low-power' });
     this.renderer.setPixelRatio(1);
     this.renderer.outputColorSpace = THREE.SRGBColorSpace;
     this.canvas = this.renderer.domElement;
@@ -178,7 +195,7 @@ export class Board3D {
     this.canvas.tabIndex = 0;
     this.canvas.setAttribute('role', 'img');
     this.scene = new THREE.Scene();
-    this.camera = new THREE.PerspectiveCamera(38, 1, 0.1, 100);
+    this.camera = new THREE.PerspectiveCamera(FOV, 1, 0.1, 100);
     this.scene.add(new THREE.HemisphereLight(0xffffff, 0x444444, 1.6));
     const sun = new THREE.DirectionalLight(0xffffff, 1.8);
     sun.position.set(-4, 10, 6);
@@ -240,6 +257,7 @@ export class Board3D {
     const h = Math.max(1, Math.round(this.el.clientHeight || w));
     if (this.size && this.size[0] === w && this.size[1] === h) return;
     this.size = [w, h];
+    this.scale = 1;
     this.renderer.setSize(w, h, false);
     this.camera.aspect = w / h;
     this.camera.updateProjectionMatrix();
@@ -309,7 +327,6 @@ export class Board3D {
       }
       const tex = new THREE.CanvasTexture(c);
       tex.colorSpace = THREE.SRGBColorSpace;
-      tex.anisotropy = 4;
       if (this.topMaterial.map) this.topMaterial.map.dispose();
       this.topMaterial.map = tex;
       this.topMaterial.needsUpdate = true;
@@ -361,6 +378,7 @@ export class Board3D {
     this.anim = null;
     const anim = { slide: null, capture: null, reveal: null, booms: [] };
     this.shown = {};
+    const hidden = [];
     for (let sq = 0; sq < 64; sq++) {
       let p = pos.board[sq];
       if (!p) continue;
@@ -371,19 +389,28 @@ export class Board3D {
       // The knight looks to its left, as seen by its own player.
       if (p.role === 'n') piece.rotation.y = p.color === 'w' ? 0 : Math.PI;
       if (p.hidden) {
-        const m = hiddenMark();
-        m.position.y = HEIGHT[p.role] + 0.28;
-        piece.add(m);
-        put(FOOT_RING, MARKS.hidden, sq, 0.008);
+        piece.userData.mark = hidden.length;
+        hidden.push(at(sq, HEIGHT[p.role] + 0.28));
       }
       if (unveiled) put(FOOT_RING, MARKS.unveil, sq, 0.008);
       piece.position.copy(at(sq));
-      piece.userData = { sq };
+      piece.userData.sq = sq;
       this.pieces.add(piece);
       this.shown[squareName(sq)] = { piece: p.color + p.role, hidden: !!p.hidden, unveiled: !!unveiled };
       if (this.drag && this.drag.moved && this.drag.from === sq) this.drag.mesh = piece;
       if (!still && o.anim && o.anim.slide && o.anim.slide[1] === sq && elapsed < SLIDE_MS) anim.slide = { piece, from: at(o.anim.slide[0]), to: at(sq) };
       if (!still && o.revealed === sq && elapsed < SLIDE_MS + 600) anim.reveal = { piece, sq };
+    }
+    // The hidden pieces' marks and the rings at their feet: one draw call each.
+    this.markPoints = null;
+    if (hidden.length) {
+      this.markPoints = hiddenMarks(hidden);
+      this.marks.add(this.markPoints);
+      const rings = new THREE.InstancedMesh(FOOT_RING, MARKS.hidden, hidden.length);
+      const m = new THREE.Matrix4();
+      hidden.forEach((v, i) => rings.setMatrixAt(i, m.makeTranslation(v.x, 0.008, v.z)));
+      rings.renderOrder = 1;
+      this.marks.add(rings);
     }
     if (o.anim && o.anim.captured && o.anim.slide && elapsed < 500) {
       // The piece taken sinks away: a hidden one as it looked, or as it was where this seat
@@ -509,6 +536,13 @@ export class Board3D {
   render() {
     if (!this.el) return;
     const t0 = performance.now();
+    // While the player turns the board it is drawn at half resolution (a quarter of the
+    // pixels: software WebGL keeps up), and sharp again once it stands still.
+    const scale = this.turning ? 0.5 : 1;
+    if (this.size && scale !== this.scale) {
+      this.scale = scale;
+      this.renderer.setSize(Math.round(this.size[0] * scale), Math.round(this.size[1] * scale), false);
+    }
     this.placeCamera();
     this.renderer.render(this.scene, this.camera);
     // The look counts as drawn once a frame with its texture is.
@@ -623,11 +657,22 @@ export class Board3D {
           this.draw();
         }
         const point = this.planeAt(e.clientX, e.clientY);
-        if (point && this.drag.mesh) this.drag.mesh.position.set(point.x, 0.35, point.z);
+        const mesh = this.drag.mesh;
+        if (point && mesh) {
+          mesh.position.set(point.x, 0.35, point.z);
+          // A hidden piece's mark goes with it.
+          if (mesh.userData.mark !== undefined && this.markPoints) {
+            const pos = this.markPoints.geometry.attributes.position;
+            pos.setX(mesh.userData.mark, point.x);
+            pos.setZ(mesh.userData.mark, point.z);
+            pos.needsUpdate = true;
+          }
+        }
         this.requestRender();
         return;
       }
       // Orbit: round the board, and between nearly overhead and low over it.
+      this.turning = true;
       this.yaw = Math.max(-Math.PI, Math.min(Math.PI, p.yaw - dx * 0.008));
       this.pitch = Math.max(0.12, Math.min(1.2, p.pitch - dy * 0.006));
       this.requestRender();
@@ -638,6 +683,10 @@ export class Board3D {
       const drag = this.drag;
       this.press = null;
       this.drag = null;
+      if (this.turning) {
+        this.turning = false;
+        this.requestRender();
+      }
       if (this.afterDrag) {
         const redraw = this.afterDrag;
         this.afterDrag = null;
@@ -656,6 +705,7 @@ export class Board3D {
     c.addEventListener('pointercancel', () => {
       this.press = null;
       this.drag = null;
+      this.turning = false;
       if (this.afterDrag) {
         const redraw = this.afterDrag;
         this.afterDrag = null;
