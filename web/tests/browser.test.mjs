@@ -1224,6 +1224,48 @@ test('3D: an atomic explosion animated on the 3D board', { skip: SKIP || false }
   await black.context.close();
 });
 
+test('preferences: a registered player\'s board look, piece set, 2D/3D and mute follow the account to another browser; a guest\'s stay in its own', { skip: SKIP || false }, async () => {
+  const name = `pref${Math.random().toString(36).slice(2, 7)}`;
+  const first = await player();
+  const a = first.page;
+  await register(a, name);
+  await createBoard(a, { variant: 'hidden' });
+  // Chosen on the game screen, each written to the account as it is made.
+  await a.click('#looks summary');
+  await a.selectOption('#board-look', 'glacier');
+  await a.selectOption('#piece-set', 'pixel');
+  await a.click('#view3d');
+  await a.click('#mute');
+  await a.waitForFunction(() => window.frontier.prefs.pending === 0 && window.frontier.prefs.saved >= 4, null, { timeout: WAIT });
+  // Another browser (nothing in its storage) logs in: the account's choices apply.
+  const second = await player();
+  const b = second.page;
+  assert.equal(await b.evaluate(() => localStorage.getItem('frontier.theme')), null);
+  await b.fill('input[name=username]', name);
+  await b.fill('input[name=password]', 'correct horse battery 9');
+  await b.click('button[name=login]');
+  await b.waitForFunction(() => window.frontier.prefs.loaded >= 1, null, { timeout: WAIT });
+  const kept = await b.evaluate(() => ['theme', 'pieces', 'view3d', 'muted'].map((k) => JSON.parse(localStorage.getItem(`frontier.${k}`))));
+  assert.deepEqual(kept, ['glacier', 'pixel', true, true]);
+  assert.equal(await b.inputValue('#theme'), 'glacier');
+  assert.equal(await b.evaluate(() => document.documentElement.dataset.theme), 'glacier');
+  // A change there is kept for the first browser's next visit.
+  await b.selectOption('#theme', 'amber');
+  await b.waitForFunction(() => window.frontier.prefs.pending === 0 && window.frontier.prefs.saved >= 1, null, { timeout: WAIT });
+  await a.reload();
+  await a.waitForFunction(() => window.frontier.prefs.loaded >= 1, null, { timeout: WAIT });
+  assert.equal(await a.evaluate(() => document.documentElement.dataset.theme), 'amber');
+  // A guest asks the account for nothing.
+  const guest = await player();
+  const asked = [];
+  guest.page.on('request', (r) => r.url().includes('/api/me/') && asked.push(r.url()));
+  await enterAsGuest(guest.page);
+  await guest.page.selectOption('#theme', 'felt');
+  assert.equal(await guest.page.evaluate(() => localStorage.getItem('frontier.theme')), '"felt"');
+  assert.deepEqual(asked, []);
+  for (const c of [first, second, guest]) await c.context.close();
+});
+
 // ---------------------------------------------------------------- accessibility (issue 25)
 
 const AXE = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');

@@ -10,6 +10,7 @@ pub mod hub;
 pub mod limits;
 pub mod matchmaking;
 pub mod notices;
+pub mod preferences;
 pub mod records;
 pub mod sessions;
 pub mod sqlite;

@@ -71,6 +71,8 @@ const app = {
   // The 3D board: its module once imported, the one board (one WebGL context) once made,
   // and whether this browser failed to draw it.
   three: { module: null, loading: null, board: null, failed: false },
+  // The account's preferences: times read and applied, writes answered, writes in flight.
+  prefs: { loaded: 0, saved: 0, pending: 0, chain: Promise.resolve() },
 };
 window.frontier = app;
 
@@ -91,6 +93,55 @@ function signIn({ token, player }) {
   store.set('token', token);
   store.set('player', player);
   connect();
+  loadPreferences();
+}
+
+// ---------------------------------------------------------------- preferences
+
+// A registered player's board look, piece set, 2D/3D and mute are kept in the account
+// (GET/PUT /api/me/preferences, docs/protocol.md) as well as in this browser: read after
+// logging in, written on every change. A guest's stay in the browser only.
+const registered = () => !!(app.token && app.player && !app.player.guest);
+
+function currentPreferences() {
+  return { board: store.get('theme', 'green'), pieces: store.get('pieces', 'frontier'), view: store.get('view3d', false) ? '3d' : '2d', muted: muted() };
+}
+
+async function loadPreferences() {
+  if (!registered()) return;
+  const token = app.token;
+  let prefs;
+  try {
+    prefs = await api('/api/me/preferences', { token });
+  } catch {
+    return; // the browser's own stand
+  }
+  if (app.token !== token || !prefs || typeof prefs !== 'object') return;
+  if (!Object.keys(prefs).length) {
+    // Nothing kept yet: the account takes what this browser has.
+    savePreferences();
+    return;
+  }
+  if (BOARD_LOOKS.includes(prefs.board)) store.set('theme', prefs.board);
+  if (PIECE_SETS.includes(prefs.pieces)) store.set('pieces', prefs.pieces);
+  if (prefs.view === '2d' || prefs.view === '3d') store.set('view3d', prefs.view === '3d');
+  if (typeof prefs.muted === 'boolean') setMuted(prefs.muted);
+  app.prefs.loaded += 1;
+  applyLooks();
+  if ($('#main.game-screen')) renderGame();
+  else render();
+}
+
+/** Writes the preferences, one write at a time (each sends them as they are when it goes). */
+function savePreferences() {
+  if (!registered()) return;
+  const token = app.token;
+  app.prefs.pending += 1;
+  app.prefs.chain = app.prefs.chain
+    .then(() => api('/api/me/preferences', { method: 'PUT', body: currentPreferences(), token }))
+    .then(() => (app.prefs.saved += 1))
+    .catch(() => {}) // kept in this browser meanwhile
+    .finally(() => (app.prefs.pending -= 1));
 }
 
 function signOut() {
@@ -380,6 +431,7 @@ function applyLooks() {
 /** A board look or piece set chosen (kept in localStorage): a board on screen is drawn again. */
 function chooseLook(key, value) {
   store.set(key, value);
+  savePreferences();
   applyLooks();
   const theme = $('#theme');
   if (theme) theme.value = store.get('theme', 'green');
@@ -901,6 +953,7 @@ function toggle3d() {
   // A second try after a failure asks the browser again.
   if (on) app.three.failed = false;
   store.set('view3d', on);
+  savePreferences();
   renderGame();
 }
 
@@ -1007,6 +1060,7 @@ function bindGame(g) {
   on('#view3d', toggle3d);
   on('#mute', () => {
     setMuted(!muted());
+    savePreferences();
     renderGame();
   });
   for (const td of document.querySelectorAll('.moves td[data-ply]')) td.onclick = () => stepTo(g, Number(td.dataset.ply));
@@ -1348,8 +1402,10 @@ function start() {
     app.notice = null;
     render();
   });
-  if (app.token) connect();
-  else if (app.pendingJoin) app.flash = t('enterToJoin');
+  if (app.token) {
+    connect();
+    loadPreferences();
+  } else if (app.pendingJoin) app.flash = t('enterToJoin');
   render();
 }
 
