@@ -1417,6 +1417,9 @@ test('performance: the client\'s shipped size (raw and gzip, with and without th
   assert.ok(samples3d.length >= 50, `${samples3d.length} samples`);
   const at3 = (q) => samples3d[Math.min(samples3d.length - 1, Math.ceil(q * samples3d.length) - 1)];
   console.log(`a move, frame received → board drawn (next animation frame), 3D, ${samples3d.length} moves: median ${at3(0.5).toFixed(1)} ms, p95 ${at3(0.95).toFixed(1)} ms, max ${samples3d[samples3d.length - 1].toFixed(1)} ms`);
+  // 60 moves redrawn: WebGL holds only the shared models and this draw's own buffers.
+  const { memory } = await scene3d(w3);
+  assert.ok(memory.geometries < 40 && memory.textures < 8, `no WebGL memory kept per move: ${JSON.stringify(memory)}`);
 
   // Orbiting: the board is pressed on an empty square (the real mouse), then the pointer
   // goes round a circle for 3 s as a mouse reporting every frame would (a pointermove per

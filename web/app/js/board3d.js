@@ -170,6 +170,10 @@ const SQUARE = flat(new THREE.PlaneGeometry(1, 1));
 const DOT = flat(new THREE.CircleGeometry(0.14, 20));
 const RING = flat(new THREE.RingGeometry(0.38, 0.46, 32));
 const FOOT_RING = flat(new THREE.RingGeometry(0.34, 0.42, 20));
+const FIREBALL = new THREE.SphereGeometry(0.5, 12, 8);
+const DEBRIS = new THREE.BoxGeometry(0.08, 0.08, 0.08);
+const DEBRIS_DARK = new THREE.MeshBasicMaterial({ color: 0x5a3a1a });
+const DEBRIS_BRIGHT = new THREE.MeshBasicMaterial({ color: 0xffb300 });
 const mark = (color, opacity) => new THREE.MeshBasicMaterial({ color, opacity, transparent: true, depthWrite: false });
 const MARKS = {
   last: mark(0xf5e663, 0.5),
@@ -354,6 +358,16 @@ export class Board3D {
     const o = this.opts;
     const pos = this.pos;
     const still = reducedMotion();
+    // What this draw made for itself (the marks' buffers, a blast's fading material) goes
+    // with it; the shared geometries and materials stay.
+    for (const group of [this.marks, this.effects]) {
+      for (const o of group.children) {
+        if (!o.userData.own) continue;
+        if (o.userData.own.geometry) o.geometry.dispose();
+        if (o.userData.own.material) o.material.dispose();
+        if (o.isInstancedMesh) o.dispose();
+      }
+    }
     this.marks.clear();
     this.pieces.clear();
     this.effects.clear();
@@ -405,8 +419,10 @@ export class Board3D {
     this.markPoints = null;
     if (hidden.length) {
       this.markPoints = hiddenMarks(hidden);
+      this.markPoints.userData.own = { geometry: true };
       this.marks.add(this.markPoints);
       const rings = new THREE.InstancedMesh(FOOT_RING, MARKS.hidden, hidden.length);
+      rings.userData.own = {};
       const m = new THREE.Matrix4();
       hidden.forEach((v, i) => rings.setMatrixAt(i, m.makeTranslation(v.x, 0.008, v.z)));
       rings.renderOrder = 1;
@@ -460,12 +476,13 @@ export class Board3D {
   /** An explosion on `sq`: a fireball and debris flying out (animated by `step`). */
   blast(sq) {
     const centre = at(sq, 0.3);
-    const ball = new THREE.Mesh(new THREE.SphereGeometry(0.5, 12, 8), new THREE.MeshBasicMaterial({ color: 0xff7a1a, transparent: true, opacity: 0.9, depthWrite: false }));
+    const ball = new THREE.Mesh(FIREBALL, new THREE.MeshBasicMaterial({ color: 0xff7a1a, transparent: true, opacity: 0.9, depthWrite: false }));
+    ball.userData.own = { material: true };
     ball.position.copy(centre);
     this.effects.add(ball);
     const debris = [];
     for (let i = 0; i < 8; i++) {
-      const d = new THREE.Mesh(new THREE.BoxGeometry(0.08, 0.08, 0.08), new THREE.MeshBasicMaterial({ color: i % 2 ? 0x5a3a1a : 0xffb300 }));
+      const d = new THREE.Mesh(DEBRIS, i % 2 ? DEBRIS_DARK : DEBRIS_BRIGHT);
       const a = (i / 8) * Math.PI * 2;
       d.userData.v = new THREE.Vector3(Math.cos(a) * 1.6, 2.2 + (i % 3) * 0.4, Math.sin(a) * 1.6);
       d.position.copy(centre);
@@ -631,6 +648,8 @@ export class Board3D {
       look: this.lookReady,
       orientation: this.opts?.orientation,
       renders: this.stats.renders,
+      // What WebGL holds: geometries and textures not yet disposed.
+      memory: { ...this.renderer.info.memory },
     };
   }
 
