@@ -1075,6 +1075,8 @@ test('3D: a hidden game played partly in 2D and partly in 3D (switched mid-game,
   const purple = await countColour(w, await boardShot(w), [0x7b, 0x1f, 0xa2], 30);
   assert.ok(purple > 500, `hidden marks drawn in 3D: ${purple} purple pixels`);
   await shot(w, '24-3d-hidden');
+  // The game screen with the 3D board passes axe-core as the 2D one does.
+  assert.deepEqual(await axeViolations(w, 'game, 3D board'), []);
   // 2. Bc4 by two clicks on the 3D squares: the hidden piece on f1 reveals itself a bishop.
   await clickMove3d(w, b, 'f1c4');
   scene = await scene3d(w);
