@@ -1014,9 +1014,12 @@ async function to3d(page) {
   assert.equal(await page.locator('#board svg').count(), 0, 'the 2D board is gone');
 }
 
-/** Where a player clicks square `name` on the 3D board: the camera's projection of it. */
+/**
+ * Where a player clicks square `name` on the 3D board: the camera's projection of it, once
+ * no piece is on its way across the board (a move's animation over).
+ */
 async function point3d(page, name) {
-  return (await page.waitForFunction((n) => window.frontier.square3d(n), name, { timeout: WAIT })).jsonValue();
+  return (await page.waitForFunction((n) => !window.frontier.scene3d()?.animating && window.frontier.square3d(n), name, { timeout: WAIT })).jsonValue();
 }
 
 async function click3d(page, name) {
@@ -1234,7 +1237,9 @@ test('preferences: a registered player\'s board look, piece set, 2D/3D and mute 
   await createBoard(a, { variant: 'hidden' });
   // Chosen on the game screen, each written to the account as it is made.
   await a.click('#looks summary');
+  await a.waitForSelector('#looks[open]');
   await a.selectOption('#board-look', 'glacier');
+  await a.waitForSelector('#looks[open] #piece-set');
   await a.selectOption('#piece-set', 'pixel');
   await a.click('#view3d');
   await a.click('#mute');

@@ -648,6 +648,8 @@ export class Board3D {
       look: this.lookReady,
       orientation: this.opts?.orientation,
       renders: this.stats.renders,
+      // A move's animation still running (a piece may be on its way across the board).
+      animating: !!this.anim,
       // What WebGL holds: geometries and textures not yet disposed.
       memory: { ...this.renderer.info.memory },
     };

@@ -1065,7 +1065,12 @@ function bindGame(g) {
   });
   for (const td of document.querySelectorAll('.moves td[data-ply]')) td.onclick = () => stepTo(g, Number(td.dataset.ply));
   const looks = $('#looks');
-  if (looks) looks.ontoggle = () => (app.looksOpen = looks.open);
+  if (looks) {
+    looks.ontoggle = () => (app.looksOpen = looks.open);
+    // Noted at the click too: a redraw between the click and its toggle event (a frame
+    // arriving) must not close the panel again.
+    looks.querySelector('summary').onclick = () => (app.looksOpen = !looks.open);
+  }
   const boardLook = $('#board-look');
   if (boardLook) boardLook.onchange = () => chooseLook('theme', boardLook.value);
   const pieceSet = $('#piece-set');
