@@ -78,7 +78,8 @@ both_ways! {
     RematchUnavailable => RematchUnavailable,
     RematchAlreadyOffered => RematchAlreadyOffered,
     NoRematchOffer => NoRematchOffer,
-    TooManyGames => TooManyGames
+    TooManyGames => TooManyGames,
+    RegisteredOnly => RegisteredOnly
 }
 
 /// The gRPC status code that best describes a refusal with this client code.

@@ -113,6 +113,8 @@ pub enum ErrorCode {
     /// Rematch: no offer of the opponent's stands for this game (none was made, or it was
     /// declined, withdrawn, accepted or lapsed).
     NoRematchOffer,
+    /// HTTP: for registered players only (a guest's preferences stay in its browser).
+    RegisteredOnly,
 }
 
 impl ErrorCode {
@@ -149,6 +151,7 @@ impl ErrorCode {
             GameNotOver => "game_not_over", RematchUnavailable => "rematch_unavailable",
             RematchAlreadyOffered => "rematch_already_offered",
             NoRematchOffer => "no_rematch_offer",
+            RegisteredOnly => "registered_only",
         }
     }
 
@@ -182,6 +185,7 @@ mod tests {
             ErrorCode::RematchAlreadyOffered,
             ErrorCode::NoRematchOffer,
             ErrorCode::TooManyGames,
+            ErrorCode::RegisteredOnly,
         ] {
             let json = serde_json::to_string(&code).expect("serialises");
             assert_eq!(json, format!("\"{}\"", code.as_str()));

@@ -218,6 +218,19 @@ pub trait Accounts: Send + Sync + 'static {
     /// Whether password hashing would refuse a job now (login and registration are then
     /// refused before any other work).
     fn hashing_saturated(&self) -> bool;
+    /// A player's stored preferences of the web client: the JSON object last stored with
+    /// [`Accounts::set_preferences`], if any.
+    fn preferences(
+        &self,
+        id: PlayerId,
+    ) -> impl Future<Output = Result<Option<String>, AccountError>> + Send;
+    /// Stores a player's preferences (a JSON object the caller validated), replacing any
+    /// before them.
+    fn set_preferences(
+        &self,
+        id: PlayerId,
+        json: &str,
+    ) -> impl Future<Output = Result<(), AccountError>> + Send;
 }
 
 /// Accounts in Postgres.
@@ -294,6 +307,27 @@ impl Accounts for PgAccounts {
                 .fetch_optional(&self.pool)
                 .await?;
         Ok(row.map(|(name, guest)| Account { id, name, guest }))
+    }
+
+    async fn preferences(&self, id: PlayerId) -> Result<Option<String>, AccountError> {
+        let row: Option<(String,)> =
+            sqlx::query_as("SELECT preferences::text FROM player_preferences WHERE player_id = $1")
+                .bind(id.0)
+                .fetch_optional(&self.pool)
+                .await?;
+        Ok(row.map(|(json,)| json))
+    }
+
+    async fn set_preferences(&self, id: PlayerId, json: &str) -> Result<(), AccountError> {
+        sqlx::query(
+            "INSERT INTO player_preferences (player_id, preferences, updated_at) VALUES ($1, $2::jsonb, now())
+             ON CONFLICT (player_id) DO UPDATE SET preferences = EXCLUDED.preferences, updated_at = now()",
+        )
+        .bind(id.0)
+        .bind(json)
+        .execute(&self.pool)
+        .await?;
+        Ok(())
     }
 }
 
@@ -375,6 +409,8 @@ struct MemoryInner {
     by_id: HashMap<PlayerId, Account>,
     /// Registered players: lower-cased username → (id, password hash).
     registered: HashMap<String, (PlayerId, String)>,
+    /// Stored preferences by player (the JSON object).
+    preferences: HashMap<PlayerId, String>,
 }
 
 impl MemoryAccounts {
@@ -435,6 +471,15 @@ impl Accounts for MemoryAccounts {
 
     async fn find(&self, id: PlayerId) -> Result<Option<Account>, AccountError> {
         Ok(self.lock().by_id.get(&id).cloned())
+    }
+
+    async fn preferences(&self, id: PlayerId) -> Result<Option<String>, AccountError> {
+        Ok(self.lock().preferences.get(&id).cloned())
+    }
+
+    async fn set_preferences(&self, id: PlayerId, json: &str) -> Result<(), AccountError> {
+        self.lock().preferences.insert(id, json.to_owned());
+        Ok(())
     }
 }
 

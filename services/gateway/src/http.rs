@@ -175,7 +175,8 @@ struct Credentials {
     password: String,
 }
 
-fn parse<T: serde::de::DeserializeOwned>(body: &[u8]) -> Result<T, ApiError> {
+/// Reads a JSON body: `400 bad_json` if it is not JSON, `400 bad_field` if it does not fit.
+pub(crate) fn parse<T: serde::de::DeserializeOwned>(body: &[u8]) -> Result<T, ApiError> {
     serde_json::from_slice(body).map_err(|e| {
         use serde_json::error::Category;
         match e.classify() {
@@ -383,6 +384,10 @@ pub fn router<A: Accounts>(state: Arc<AppState<A>>) -> Router {
         .route("/api/leaderboard", get(crate::records::leaderboard::<A>))
         .route("/api/games/{id}", get(crate::records::game::<A>))
         .route("/api/games/{id}/pgn", get(crate::records::pgn::<A>))
+        .route(
+            "/api/me/preferences",
+            get(crate::preferences::get::<A>).put(crate::preferences::put::<A>),
+        )
         .route("/", get(crate::web::page))
         .route("/join/{code}", get(crate::web::join_page))
         .route("/app/{*path}", get(crate::web::file))

@@ -11,6 +11,7 @@ pub mod hub;
 pub mod limits;
 pub mod matchmaking;
 pub mod notices;
+pub mod preferences;
 pub mod records;
 pub mod sessions;
 pub mod sqlite;

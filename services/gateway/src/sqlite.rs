@@ -98,4 +98,26 @@ impl Accounts for SqliteAccounts {
                 .await?;
         Ok(row.map(|(name, guest)| Account { id, name, guest }))
     }
+
+    async fn preferences(&self, id: PlayerId) -> Result<Option<String>, AccountError> {
+        let row: Option<(String,)> =
+            sqlx::query_as("SELECT preferences FROM player_preferences WHERE player_id = $1")
+                .bind(id.0)
+                .fetch_optional(&self.pool)
+                .await?;
+        Ok(row.map(|(json,)| json))
+    }
+
+    async fn set_preferences(&self, id: PlayerId, json: &str) -> Result<(), AccountError> {
+        sqlx::query(
+            "INSERT INTO player_preferences (player_id, preferences, updated_at_ms) VALUES ($1, $2, $3)
+             ON CONFLICT (player_id) DO UPDATE SET preferences = excluded.preferences, updated_at_ms = excluded.updated_at_ms",
+        )
+        .bind(id.0)
+        .bind(json)
+        .bind(now_ms())
+        .execute(&self.pool)
+        .await?;
+        Ok(())
+    }
 }

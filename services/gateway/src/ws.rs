@@ -177,7 +177,8 @@ fn color_choice(color: ColorChoiceWire) -> pb::ColorChoice {
     }
 }
 
-fn auth_code(e: &AuthError) -> ErrorCode {
+/// The error code of a refused token (the WebSocket's `auth` and the HTTP API alike).
+pub(crate) fn auth_code(e: &AuthError) -> ErrorCode {
     match e {
         AuthError::Missing => ErrorCode::TokenMissing,
         AuthError::Malformed => ErrorCode::TokenMalformed,

@@ -60,6 +60,26 @@ async fn every_scenario<A: Accounts>(accounts: A) {
     assert_eq!(found.map(|a| (a.name, a.guest)), Some((guest.name, true)));
     let found = accounts.find(alice.id).await.expect("find");
     assert_eq!(found.map(|a| a.guest), Some(false));
+    // Preferences: none at first; stored; replaced whole.
+    assert_eq!(accounts.preferences(alice.id).await.expect("read"), None);
+    accounts
+        .set_preferences(alice.id, r#"{"board":"marble","view":"3d"}"#)
+        .await
+        .expect("stored");
+    accounts
+        .set_preferences(alice.id, r#"{"muted":true}"#)
+        .await
+        .expect("replaced");
+    let stored = accounts
+        .preferences(alice.id)
+        .await
+        .expect("read")
+        .expect("stored preferences");
+    assert_eq!(
+        serde_json::from_str::<serde_json::Value>(&stored).expect("JSON"),
+        serde_json::json!({"muted": true})
+    );
+    assert_eq!(accounts.preferences(guest.id).await.expect("read"), None);
     assert_eq!(
         accounts
             .find(frontier_platform::PlayerId::new())

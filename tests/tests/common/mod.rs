@@ -539,12 +539,24 @@ pub async fn post_with(
     headers: &[(&str, &str)],
     body: &str,
 ) -> anyhow::Result<Response> {
+    request(addr, "POST", path, headers, body).await
+}
+
+/// A minimal HTTP/1.1 request of any method with extra headers (`Authorization`, …) and a
+/// JSON body (empty: none).
+pub async fn request(
+    addr: SocketAddr,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: &str,
+) -> anyhow::Result<Response> {
     let extra: String = headers
         .iter()
         .map(|(n, v)| format!("{n}: {v}\r\n"))
         .collect();
     let request = format!(
-        "POST {path} HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n{extra}Connection: close\r\n\r\n{body}",
+        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n{extra}Connection: close\r\n\r\n{body}",
         body.len()
     );
     let text = exchange(addr, path, &request).await?;

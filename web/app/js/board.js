@@ -42,6 +42,20 @@ function texture(look) {
     })
     .join('');
 }
+/**
+ * A board look alone, as a standalone SVG (the squares in `light` and `dark`, the look's
+ * texture over them): the 3D board's top (board3d.js) is made from it.
+ */
+export function boardLookSvg(look, light, dark) {
+  let squares = '';
+  for (let sq = 0; sq < 64; sq++) {
+    const x = fileOf(sq) * S;
+    const y = (7 - rankOf(sq)) * S;
+    squares += `<rect x="${x}" y="${y}" width="${S}" height="${S}" fill="${(fileOf(sq) + rankOf(sq)) % 2 === 1 ? light : dark}"/>`;
+  }
+  return `<svg xmlns="http://www.w3.org/2000/svg" width="800" height="800" viewBox="0 0 800 800">${squares}${texture(look)}</svg>`;
+}
+
 const SLIDE_MS = 220;
 const reducedMotion = () => !!(window.matchMedia && window.matchMedia('(prefers-reduced-motion: reduce)').matches);
 

@@ -68,6 +68,11 @@ const app = {
   // the frame handler to the first animation frame after the board was drawn for it (the
   // last 500 moves of the game on screen; read by the browser test's measure).
   perf: { moveDrawn: [] },
+  // The 3D board: its module once imported, the one board (one WebGL context) once made,
+  // and whether this browser failed to draw it.
+  three: { module: null, loading: null, board: null, failed: false },
+  // The account's preferences: times read and applied, writes answered, writes in flight.
+  prefs: { loaded: 0, saved: 0, pending: 0, chain: Promise.resolve() },
 };
 window.frontier = app;
 
@@ -88,6 +93,55 @@ function signIn({ token, player }) {
   store.set('token', token);
   store.set('player', player);
   connect();
+  loadPreferences();
+}
+
+// ---------------------------------------------------------------- preferences
+
+// A registered player's board look, piece set, 2D/3D and mute are kept in the account
+// (GET/PUT /api/me/preferences, docs/protocol.md) as well as in this browser: read after
+// logging in, written on every change. A guest's stay in the browser only.
+const registered = () => !!(app.token && app.player && !app.player.guest);
+
+function currentPreferences() {
+  return { board: store.get('theme', 'green'), pieces: store.get('pieces', 'frontier'), view: store.get('view3d', false) ? '3d' : '2d', muted: muted() };
+}
+
+async function loadPreferences() {
+  if (!registered()) return;
+  const token = app.token;
+  let prefs;
+  try {
+    prefs = await api('/api/me/preferences', { token });
+  } catch {
+    return; // the browser's own stand
+  }
+  if (app.token !== token || !prefs || typeof prefs !== 'object') return;
+  if (!Object.keys(prefs).length) {
+    // Nothing kept yet: the account takes what this browser has.
+    savePreferences();
+    return;
+  }
+  if (BOARD_LOOKS.includes(prefs.board)) store.set('theme', prefs.board);
+  if (PIECE_SETS.includes(prefs.pieces)) store.set('pieces', prefs.pieces);
+  if (prefs.view === '2d' || prefs.view === '3d') store.set('view3d', prefs.view === '3d');
+  if (typeof prefs.muted === 'boolean') setMuted(prefs.muted);
+  app.prefs.loaded += 1;
+  applyLooks();
+  if ($('#main.game-screen')) renderGame();
+  else render();
+}
+
+/** Writes the preferences, one write at a time (each sends them as they are when it goes). */
+function savePreferences() {
+  if (!registered()) return;
+  const token = app.token;
+  app.prefs.pending += 1;
+  app.prefs.chain = app.prefs.chain
+    .then(() => api('/api/me/preferences', { method: 'PUT', body: currentPreferences(), token }))
+    .then(() => (app.prefs.saved += 1))
+    .catch(() => {}) // kept in this browser meanwhile
+    .finally(() => (app.prefs.pending -= 1));
 }
 
 function signOut() {
@@ -206,6 +260,8 @@ function onFrame(frame) {
           at: now,
           slide: app.dragged === e.uci.slice(0, 4) ? null : [from, to],
           captured: taken,
+          // A hidden piece this seat took: what it was (sent to the capturer only).
+          capturedIdentity: e.captured_identity ? ROLE_LETTER[e.captured_identity] : null,
           // Atomic: the capture square, the capturer's origin and every square emptied.
           exploded: g.variant === 'atomic' && e.captured ? [...new Set([e.uci.slice(0, 2), e.uci.slice(2, 4), ...(e.exploded || [])])] : [],
           revealed: e.reveal ? parseSquare(e.reveal.square) : -1,
@@ -375,6 +431,7 @@ function applyLooks() {
 /** A board look or piece set chosen (kept in localStorage): a board on screen is drawn again. */
 function chooseLook(key, value) {
   store.set(key, value);
+  savePreferences();
   applyLooks();
   const theme = $('#theme');
   if (theme) theme.value = store.get('theme', 'green');
@@ -690,8 +747,9 @@ function layoutPieces(shuffle) {
 function renderGame() {
   const main = $('#main.game-screen');
   if (!main) return;
-  // Never rebuild the board under a piece being dragged: draw once it is dropped.
-  if (app.board && app.board.drag && app.board.el.isConnected) {
+  // Never rebuild the board under a piece being dragged (or the 3D board being turned):
+  // draw once it is dropped.
+  if (app.board && (app.board.drag || app.board.press) && app.board.el.isConnected) {
     app.board.afterDrag = renderGame;
     return;
   }
@@ -771,6 +829,7 @@ function renderGame() {
         </span>
         ${stepped ? `<button type="button" id="back-live" class="${newMoves ? 'more' : ''}">${t('backToLive')}${newMoves ? ` — ${t('newMoves', { n: g.moves.length - view.seen })}` : ''}</button>` : ''}
         <span class="row">
+          <button type="button" id="view3d" aria-pressed="${!!(store.get('view3d', false) && !app.three.failed)}">${t('view3d')}</button>
           <button type="button" id="flip" aria-pressed="${view.flipped}" title="${t('flipBoard')} (f)">${t('flipBoard')}</button>
           <button type="button" id="mute" aria-pressed="${muted()}">${t('muteSounds')}</button>
         </span>
@@ -810,7 +869,7 @@ function renderGame() {
   // The opponent's turn: a move may be queued (premove), one the rules could allow.
   const premovable = playing && mine && !myTurn && !g.pendingPromotion && !stepped;
   const premove = premovable ? app.premoves.get(id) : null;
-  app.board = new BoardView($('#board'), {
+  const handlers = {
     legalFrom: (sq) => (canMove ? legalMoves(pos).filter((m) => m.from === sq).map((m) => m.to) : premovable ? premoveDests(g, sq) : []),
     onMove: (from, to, dragged) => {
       if (canMove) {
@@ -822,7 +881,12 @@ function renderGame() {
       }
     },
     onCancel: () => cancelPremove(id),
-  });
+  };
+  const board3d = store.get('view3d', false) ? threeD() : null;
+  if (board3d) {
+    board3d.attach($('#board'), handlers);
+    app.board = board3d;
+  } else app.board = new BoardView($('#board'), handlers);
   app.board.gameId = id;
   app.board.selected = keepSelected;
   app.board.set({
@@ -841,6 +905,63 @@ function renderGame() {
   });
   bindGame(g);
 }
+
+// ---------------------------------------------------------------- 3D
+
+/**
+ * The 3D board, if the player chose it and this browser can draw it: its module (with
+ * three.js) is imported the first time only, the game drawn in 2D meanwhile and again in
+ * 3D once it has come. Where WebGL is missing the board stays 2D, and the player is told.
+ */
+function threeD() {
+  const s = app.three;
+  if (s.board) return s.board;
+  if (s.failed) return null;
+  if (!s.module) {
+    if (!s.loading) {
+      s.loading = import('./board3d.js').then(
+        (m) => {
+          s.module = m;
+          renderGame();
+        },
+        () => {
+          // Not loaded (offline, or a browser without modules' dynamic import): try again next time.
+          s.loading = null;
+          s.failed = true;
+          setNotice(t('no3d'));
+          renderGame();
+        },
+      );
+    }
+    return null;
+  }
+  try {
+    if (!s.module.webglAvailable()) throw new Error('no WebGL 2');
+    s.board = new s.module.Board3D();
+    return s.board;
+  } catch {
+    s.failed = true;
+    setNotice(t('no3d'));
+    $('#view3d')?.setAttribute('aria-pressed', 'false');
+    return null;
+  }
+}
+
+/** Switches between the 2D and the 3D board (kept in localStorage), mid-game too. */
+function toggle3d() {
+  const on = !(store.get('view3d', false) && !app.three.failed);
+  // A second try after a failure asks the browser again.
+  if (on) app.three.failed = false;
+  store.set('view3d', on);
+  savePreferences();
+  renderGame();
+}
+
+const shows3d = () => !!(store.get('view3d', false) && app.three.board && app.board === app.three.board);
+
+// The tests click the 3D board where a player would: a square's point on screen.
+app.square3d = (name) => (shows3d() ? app.three.board.clientPointOf(name) : null);
+app.scene3d = () => (shows3d() ? app.three.board.sceneState() : null);
 
 function viewOf(id) {
   if (!app.views.has(id)) app.views.set(id, { flipped: false, ply: null, seen: 0 });
@@ -936,13 +1057,20 @@ function bindGame(g) {
   on('#step-last', () => stepTo(g, n));
   on('#back-live', () => stepTo(g, n));
   on('#flip', () => flip(g));
+  on('#view3d', toggle3d);
   on('#mute', () => {
     setMuted(!muted());
+    savePreferences();
     renderGame();
   });
   for (const td of document.querySelectorAll('.moves td[data-ply]')) td.onclick = () => stepTo(g, Number(td.dataset.ply));
   const looks = $('#looks');
-  if (looks) looks.ontoggle = () => (app.looksOpen = looks.open);
+  if (looks) {
+    looks.ontoggle = () => (app.looksOpen = looks.open);
+    // Noted at the click too: a redraw between the click and its toggle event (a frame
+    // arriving) must not close the panel again.
+    looks.querySelector('summary').onclick = () => (app.looksOpen = !looks.open);
+  }
   const boardLook = $('#board-look');
   if (boardLook) boardLook.onchange = () => chooseLook('theme', boardLook.value);
   const pieceSet = $('#piece-set');
@@ -1279,8 +1407,10 @@ function start() {
     app.notice = null;
     render();
   });
-  if (app.token) connect();
-  else if (app.pendingJoin) app.flash = t('enterToJoin');
+  if (app.token) {
+    connect();
+    loadPreferences();
+  } else if (app.pendingJoin) app.flash = t('enterToJoin');
   render();
 }
 

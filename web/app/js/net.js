@@ -11,13 +11,18 @@ export class ApiError extends Error {
   }
 }
 
-/** Calls the HTTP API; resolves to the JSON body, rejects with an ApiError. */
-export async function api(path, { method = 'GET', body } = {}) {
+/**
+ * Calls the HTTP API; resolves to the JSON body, rejects with an ApiError. `token`: sent as
+ * `Authorization: Bearer` (the account's own endpoints).
+ */
+export async function api(path, { method = 'GET', body, token } = {}) {
   let response;
+  const headers = body ? { 'content-type': 'application/json' } : {};
+  if (token) headers.authorization = `Bearer ${token}`;
   try {
     response = await fetch(path, {
       method,
-      headers: body ? { 'content-type': 'application/json' } : {},
+      headers,
       body: body ? JSON.stringify(body) : undefined,
     });
   } catch {
