@@ -173,7 +173,7 @@ impl<Q: DeadlineQueue, E: Expirer> Scheduler<Q, E> {
                 }
             };
             metrics::counter!("frontier_clock_looks_total").increment(1);
-            if gauged.elapsed() >= Duration::from_secs(1) {
+            if gauged.elapsed() >= Duration::from_secs(5) {
                 gauged = tokio::time::Instant::now();
                 if let Ok(n) = self.queue.tracked().await {
                     metrics::gauge!("frontier_clock_deadlines_tracked").set(n as f64);

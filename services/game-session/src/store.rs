@@ -766,6 +766,19 @@ impl GameStore for RedisStore {
 
     async fn outbox(&self) -> Result<Vec<GameId>, StoreError> {
         let mut conn = self.conn.clone();
+        if !self.conn.is_cluster() {
+            // One server holds every shard: one round trip for all.
+            let mut pipe = redis::pipe();
+            for shard in Shard::all() {
+                pipe.cmd("SMEMBERS").arg(self.ns.finished_outbox_key(shard));
+            }
+            let all: Vec<Vec<String>> = pipe.query_async(&mut conn).await?;
+            return Ok(all
+                .into_iter()
+                .flatten()
+                .filter_map(|s| s.parse::<GameId>().ok())
+                .collect());
+        }
         let mut games = Vec::new();
         let (mut reached, mut failure) = (0, None);
         for shard in Shard::all() {
@@ -803,6 +816,22 @@ impl GameStore for RedisStore {
 
     async fn bot_outbox(&self) -> Result<Vec<OutboxJob>, StoreError> {
         let mut conn = self.conn.clone();
+        if !self.conn.is_cluster() {
+            // One server holds every shard: one round trip for all.
+            let mut pipe = redis::pipe();
+            for shard in Shard::all() {
+                pipe.cmd("HGETALL").arg(self.ns.bot_outbox_key(shard));
+            }
+            let all: Vec<Vec<(String, Vec<u8>)>> = pipe.query_async(&mut conn).await?;
+            return Ok(all
+                .into_iter()
+                .flatten()
+                .map(|(id, payload)| OutboxJob {
+                    id,
+                    payload: Bytes::from(payload),
+                })
+                .collect());
+        }
         let mut out = Vec::new();
         let (mut reached, mut failure) = (0, None);
         for shard in Shard::all() {
