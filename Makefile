@@ -20,7 +20,8 @@
 #   make chaos   kill -9 chaos under load on the rig, checked from the records (minutes)
 #   make load-clusters  the live path's moves/s on a throwaway 3-master Redis Cluster and
 #                3-node NATS cluster (R3 streams), next to `make load`'s single nodes
-#   make chaos-clusters  `make chaos` on the same throwaway clusters
+#   make chaos-clusters  `make chaos` on throwaway clusters with replicas, Redis masters and
+#                the Postgres primary among the victims (failover figures)
 #   make soak    an hour at half the measured saturation: every process's memory flat, no
 #                error growth, latency stable (SOAK_SECONDS, SOAK_RATE); not part of make test
 #   make browser-test  the web client in a real Chromium against frontier dev, and its
@@ -187,14 +188,18 @@ load-clusters:
 		scripts/bench-live.sh frontier $(RELEASE_BIN)/frontier -- \
 		$(LOAD_ARGS) --json $(LOAD_OUT)/load-clusters.json --svg $(LOAD_OUT)/load-clusters.svg
 
-# `make chaos` on throwaway clusters (appendfsync always: nothing acknowledged may be lost).
+# `make chaos` on throwaway clusters the test starts itself (FRONTIER_CHAOS_CLUSTERS=1): a
+# Redis Cluster of 3 masters with a replica each (--redis-ack-replicas 1), a NATS cluster of
+# 3 (R3 streams), a Postgres primary with a synchronous standby behind one address. The
+# monkey also kills Redis masters (every fourth kill) and, half-way, the Postgres primary
+# (standby promoted); same verdict, and the failovers' figures printed. One test at a time
+# (each starts its own clusters; 2 cores).
 chaos-clusters:
 	$(CARGO) build -p frontier --bin frontier --features test-hooks
-	$(CARGO) build --release -p frontier-integration-tests --bin frontier-clusters
-	FRONTIER_CHAOS_SECONDS=$(CHAOS_SECONDS) FRONTIER_CHAOS_SCALE=$(CHAOS_SCALE) \
-		FRONTIER_CHAOS_KILL_EVERY_MS=$(CHAOS_KILL_EVERY_MS) \
-		scripts/test-services.sh $(RELEASE_BIN)/frontier-clusters --appendfsync always -- \
-		$(CARGO) test -p frontier-integration-tests --test chaos -- --nocapture
+	FRONTIER_CHAOS_CLUSTERS=1 FRONTIER_CHAOS_SECONDS=$(CHAOS_SECONDS) \
+		FRONTIER_CHAOS_SCALE=$(CHAOS_SCALE) FRONTIER_CHAOS_KILL_EVERY_MS=$(CHAOS_KILL_EVERY_MS) \
+		scripts/test-services.sh $(CARGO) test -p frontier-integration-tests --test chaos -- \
+		--nocapture --test-threads 1
 
 # The soak (scripts/soak.sh): one of each service from release builds, open loop at
 # SOAK_RATE moves/s over SOAK_GAMES games for SOAK_SECONDS, every process's RSS sampled;

@@ -21,6 +21,18 @@
 //! `FRONTIER_CHAOS_SEED`); `make chaos` runs a longer one. It needs the `frontier` binary
 //! (`FRONTIER_BIN`, else next to the test's folder: `cargo test --workspace` builds it;
 //! alone, `cargo build -p frontier --bin frontier` first).
+//!
+//! `FRONTIER_CHAOS_CLUSTERS=1` (`make chaos-clusters`): the test starts its own servers,
+//! as an operator who cannot lose one would run them — a Redis Cluster of three masters
+//! with a replica each (game-sessions with `--redis-ack-replicas 1`), a NATS cluster of
+//! three (R3 streams), and a Postgres primary with a synchronous streaming standby behind
+//! one service address (a TCP forwarder) — and the monkey's victims include those servers:
+//! every fourth kill is a Redis master (SIGKILL; once its replica is promoted it is started
+//! again and rejoins as that replica's replica, as a pod would), and once, half-way, the
+//! Postgres primary (stopped at once, the standby promoted with `pg_ctl promote`, the
+//! address switched to it; the lost primary is not brought back). The verdict is the same;
+//! the figures of each failover are printed: kill → the killed master's games move again,
+//! moves refused `unavailable` meanwhile, and the Postgres switch.
 
 mod common;
 
@@ -33,6 +45,8 @@ use std::time::{Duration, Instant};
 use anyhow::Context as _;
 use frontier_integration_tests::rig::{Rig, RigConfig, Service};
 use frontier_rules::{Position, Variant};
+use frontier_testkit::cluster::{NatsCluster, RedisCluster};
+use frontier_testkit::postgres::{Forwarder, StreamingPair};
 use futures_util::{SinkExt as _, StreamExt as _};
 use prost::Message as _;
 use serde_json::{Value, json};
@@ -103,6 +117,8 @@ struct Ack {
     version: u64,
     /// `move <uci>`, `promote <role>`, `resign`.
     what: String,
+    /// When the client received the ack.
+    at: Instant,
 }
 
 /// A game a client saw end.
@@ -127,6 +143,8 @@ struct Log {
     lapsed: u64,
     /// Retried refusals by code (`unavailable`, …) and reconnects.
     retried: BTreeMap<String, u64>,
+    /// When a game action was refused `unavailable` (and sent again), and its game.
+    unavailable: Vec<(Instant, String)>,
     reconnects: u64,
 }
 
@@ -489,7 +507,15 @@ impl Player {
                 if v["type"] == "error" {
                     let code = v["code"].as_str().unwrap_or_default().to_owned();
                     if matches!(code.as_str(), "unavailable" | "internal" | "rate_limited") {
-                        note(&self.log, |l| *l.retried.entry(code).or_default() += 1);
+                        let game = msg["game_id"].as_str().map(str::to_owned);
+                        note(&self.log, |l| {
+                            if let Some(game) = game
+                                && code == "unavailable"
+                            {
+                                l.unavailable.push((Instant::now(), game));
+                            }
+                            *l.retried.entry(code).or_default() += 1;
+                        });
                         tokio::time::sleep(Duration::from_millis(200)).await;
                         continue 'send;
                     }
@@ -512,6 +538,7 @@ impl Player {
                 game: game.to_owned(),
                 version,
                 what,
+                at: Instant::now(),
             };
             note(&self.log, |l| l.acks.push(a));
         }
@@ -912,17 +939,35 @@ async fn seek_once(
 /// stopped; returns nothing but leaves the counts in the rig.
 async fn chaos_monkey(
     rig: Arc<tokio::sync::Mutex<Rig>>,
+    clusters: Option<Arc<Clusters>>,
     stop: Arc<AtomicBool>,
     every: Duration,
+    postgres_at: Instant,
     seed: u64,
 ) -> anyhow::Result<()> {
     let mut rng = Rng(seed);
     let mut tick = tokio::time::interval(every);
     tick.tick().await;
+    let mut n = 0u64;
     while !stop.load(Ordering::Relaxed) {
         tick.tick().await;
         if stop.load(Ordering::Relaxed) {
             break;
+        }
+        n += 1;
+        if let Some(c) = &clusters {
+            if c.postgres_switch.lock().expect("not poisoned").is_none()
+                && Instant::now() >= postgres_at
+            {
+                let switch = tokio::task::block_in_place(|| c.switch_postgres())?;
+                *c.postgres_switch.lock().expect("not poisoned") = Some(switch);
+                continue;
+            }
+            if n % 4 == 2 {
+                let victim = rng.next();
+                tokio::task::block_in_place(|| c.kill_redis_master(victim))?;
+                continue;
+            }
         }
         let mut rig = rig.lock().await;
         let service = Service::ALL[rng.below(Service::ALL.len())];
@@ -936,10 +981,250 @@ async fn chaos_monkey(
     Ok(())
 }
 
+/// `cluster-node-timeout` of the chaos's Redis Cluster: how long a master may be silent
+/// before its replica takes over (as in tests/failover.rs).
+const NODE_TIMEOUT_MS: u32 = 2000;
+
+/// The servers of `make chaos-clusters`, started by the test so that the monkey can kill
+/// them: see the module's documentation.
+struct Clusters {
+    redis: Mutex<RedisCluster>,
+    nats: NatsCluster,
+    postgres: StreamingPair,
+    /// The services' Postgres address, on the primary until the switch.
+    forwarder: Forwarder,
+    /// Each Redis master killed, in order.
+    master_kills: Mutex<Vec<MasterKill>>,
+    postgres_switch: Mutex<Option<PostgresSwitch>>,
+}
+
+/// A Redis master killed by the monkey.
+struct MasterKill {
+    node: usize,
+    /// The slots it served when it was killed.
+    slots: Vec<std::ops::RangeInclusive<u16>>,
+    killed_at: Instant,
+    /// When another node was seen serving its slots.
+    promoted_at: Instant,
+    /// When the killed node, started again, was a synchronised replica.
+    rejoined_at: Instant,
+}
+
+/// The Postgres primary lost and the standby promoted: how long after the loss the
+/// address led to the new primary, and answered as one.
+struct PostgresSwitch {
+    switched: Duration,
+    writable: Duration,
+}
+
+impl Clusters {
+    /// Starts the three clusters (each waited for until it serves) and the database the
+    /// rig uses, through the forwarder.
+    async fn start() -> anyhow::Result<Clusters> {
+        anyhow::ensure!(
+            frontier_testkit::postgres::installed(),
+            "FRONTIER_CHAOS_CLUSTERS needs the Postgres server binaries (initdb, pg_ctl)"
+        );
+        let redis = tokio::task::spawn_blocking(|| RedisCluster::start_replicated(NODE_TIMEOUT_MS))
+            .await??;
+        let nats = NatsCluster::start()?;
+        nats.wait_ready().await?;
+        let postgres = tokio::task::spawn_blocking(StreamingPair::start).await??;
+        let forwarder = Forwarder::start(postgres.primary_port()).await?;
+        let port = forwarder.port();
+        let postgres = tokio::task::spawn_blocking(move || {
+            postgres
+                .psql(port, "CREATE DATABASE chaos")
+                .map(|_| postgres)
+        })
+        .await??;
+        Ok(Clusters {
+            redis: Mutex::new(redis),
+            nats,
+            postgres,
+            forwarder,
+            master_kills: Mutex::default(),
+            postgres_switch: Mutex::default(),
+        })
+    }
+
+    fn redis_url(&self) -> String {
+        self.redis.lock().expect("not poisoned").urls()
+    }
+
+    fn database_url(&self) -> String {
+        format!(
+            "postgres://postgres@127.0.0.1:{}/chaos",
+            self.forwarder.port()
+        )
+    }
+
+    /// SIGKILLs a master (the `pick`th, in the order the cluster lists them), waits until
+    /// its replica serves its slots, starts it again and waits until it is a synchronised
+    /// replica (every master has one again before the next kill). Blocking.
+    fn kill_redis_master(&self, pick: u64) -> anyhow::Result<()> {
+        let mut redis = self.redis.lock().expect("not poisoned");
+        let masters = redis.masters_asking_not(None)?;
+        let (node, slots) = masters[(pick % masters.len() as u64) as usize].clone();
+        let probe = *slots[0].start();
+        let killed_at = Instant::now();
+        redis.kill(node)?;
+        let deadline = killed_at + Duration::from_secs(60);
+        while !redis
+            .master_of_slot_asking_not(probe, Some(node))
+            .is_ok_and(|m| m != node)
+        {
+            anyhow::ensure!(
+                Instant::now() < deadline,
+                "Redis node {node} killed: no replica promoted within 60 s"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let promoted_at = Instant::now();
+        redis.restart(node)?;
+        redis.wait_replicas_synced()?;
+        let rejoined_at = Instant::now();
+        println!(
+            "chaos: Redis master {node} killed, replica promoted after {:?}, the node a synchronised replica again after {:?}",
+            promoted_at - killed_at,
+            rejoined_at - killed_at
+        );
+        self.master_kills
+            .lock()
+            .expect("not poisoned")
+            .push(MasterKill {
+                node,
+                slots,
+                killed_at,
+                promoted_at,
+                rejoined_at,
+            });
+        Ok(())
+    }
+
+    /// Stops the Postgres primary at once, promotes the standby (`pg_ctl promote`) and
+    /// switches the services' address to it. The lost primary stays down. Blocking.
+    fn switch_postgres(&self) -> anyhow::Result<PostgresSwitch> {
+        let killed_at = Instant::now();
+        self.postgres.kill_primary()?;
+        self.postgres.promote_standby()?;
+        self.forwarder.switch(self.postgres.standby_port());
+        let switched = killed_at.elapsed();
+        let deadline = killed_at + Duration::from_secs(60);
+        while self
+            .postgres
+            .psql(self.forwarder.port(), "SELECT NOT pg_is_in_recovery()")
+            .ok()
+            .as_deref()
+            != Some("t")
+        {
+            anyhow::ensure!(
+                Instant::now() < deadline,
+                "the promoted standby not writable through the address within 60 s"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let writable = killed_at.elapsed();
+        println!(
+            "chaos: Postgres primary stopped, standby promoted and the address switched after {switched:?}, a primary through it after {writable:?}"
+        );
+        Ok(PostgresSwitch { switched, writable })
+    }
+
+    /// The figures of the failovers, from the monkey's kills and the clients' logs: per
+    /// Redis master kill, how long until a game on its slots had a move acknowledged again
+    /// (after the promotion was seen: an ack arriving just after the kill may carry a write
+    /// made before it), and the moves of its games refused `unavailable` from the kill to
+    /// the node's return as a replica.
+    fn figures(&self, namespace: &str, log: &Log) -> anyhow::Result<String> {
+        let ns = frontier_platform::Namespace::new(namespace).map_err(anyhow::Error::msg)?;
+        let mut slot_of = HashMap::new();
+        for game in &log.started {
+            let id: frontier_platform::GameId = game.parse()?;
+            let slot = frontier_platform::redis_conn::key_slot(ns.game_state_key(&id).as_bytes());
+            slot_of.insert(game.clone(), slot);
+        }
+        // Each game's first and last acknowledged move.
+        let mut span: HashMap<String, (Instant, Instant)> = HashMap::new();
+        for a in &log.acks {
+            let e = span.entry(a.game.clone()).or_insert((a.at, a.at));
+            e.0 = e.0.min(a.at);
+            e.1 = e.1.max(a.at);
+        }
+        let kills = self.master_kills.lock().expect("not poisoned");
+        let (mut resumed, mut promoted, mut lines) = (Vec::new(), Vec::new(), Vec::new());
+        let mut refused = 0;
+        for k in kills.iter() {
+            let on_it = |game: &String| {
+                slot_of
+                    .get(game)
+                    .is_some_and(|s| k.slots.iter().any(|r| r.contains(s)))
+            };
+            // Its games in play across the kill: a move acknowledged before and one after.
+            let games = span
+                .iter()
+                .filter(|(g, (first, last))| {
+                    on_it(g) && *first < k.killed_at && *last > k.killed_at
+                })
+                .count();
+            let again = log
+                .acks
+                .iter()
+                .filter(|a| a.at >= k.promoted_at && on_it(&a.game))
+                .map(|a| a.at - k.killed_at)
+                .min();
+            let refusals = log
+                .unavailable
+                .iter()
+                .filter(|(at, g)| *at >= k.killed_at && *at <= k.rejoined_at && on_it(g))
+                .count();
+            refused += refusals;
+            promoted.push(k.promoted_at - k.killed_at);
+            if let Some(again) = again {
+                resumed.push(again);
+            }
+            lines.push(format!(
+                "node {}: promoted {:.2} s, moving again {}, rejoined {:.2} s, {refusals} refused, {games} of its games in play across the kill",
+                k.node,
+                (k.promoted_at - k.killed_at).as_secs_f64(),
+                again.map_or("never".to_owned(), |d| format!("{:.2} s", d.as_secs_f64())),
+                (k.rejoined_at - k.killed_at).as_secs_f64(),
+            ));
+        }
+        let stats = |mut v: Vec<Duration>| -> String {
+            v.sort();
+            match (v.get(v.len() / 2), v.last()) {
+                (Some(p50), Some(max)) => format!(
+                    "p50 {:.2} s / max {:.2} s",
+                    p50.as_secs_f64(),
+                    max.as_secs_f64()
+                ),
+                _ => "none".to_owned(),
+            }
+        };
+        let postgres = match &*self.postgres_switch.lock().expect("not poisoned") {
+            Some(s) => format!(
+                "Postgres primary lost: the address on the promoted standby after {:.2} s, answering as a primary after {:.2} s",
+                s.switched.as_secs_f64(),
+                s.writable.as_secs_f64()
+            ),
+            None => "the Postgres primary was not killed (the chaos ended first)".to_owned(),
+        };
+        Ok(format!(
+            "{} Redis masters killed: their games moving again {} after the kill ({} of them with a move after), replica promoted {}; {refused} moves refused `unavailable` during the failovers (each sent again); {postgres}\n  {}",
+            kills.len(),
+            stats(resumed.clone()),
+            resumed.len(),
+            stats(promoted),
+            lines.join("\n  ")
+        ))
+    }
+}
+
 /// Removes the namespace's JetStream streams (the Redis keys and the database go with the
 /// test run).
-async fn remove_streams(namespace: &str) {
-    if let Ok(client) = frontier_platform::streams::connect(&frontier_testkit::nats_url()).await
+async fn remove_streams(nats_url: &str, namespace: &str) {
+    if let Ok(client) = frontier_platform::streams::connect(nats_url).await
         && let Ok(ns) = frontier_platform::Namespace::new(namespace)
     {
         let js = async_nats::jetstream::new(client);
@@ -1011,7 +1296,22 @@ async fn under_load(disruption: Disruption) -> anyhow::Result<()> {
         settings.seconds = settings.seconds.min(20);
     }
     let namespace = frontier_testkit::unique_namespace();
-    let database_url = frontier_testkit::fresh_database().await?;
+    let clusters = if std::env::var("FRONTIER_CHAOS_CLUSTERS").is_ok_and(|v| v == "1") {
+        println!(
+            "chaos: starting a Redis Cluster (3 masters, 3 replicas), a NATS cluster (3) and a Postgres primary with a standby"
+        );
+        Some(Arc::new(Clusters::start().await?))
+    } else {
+        None
+    };
+    let (redis_url, nats_url, database_url) = match &clusters {
+        Some(c) => (c.redis_url(), c.nats.urls(), c.database_url()),
+        None => (
+            frontier_testkit::redis_url(),
+            frontier_testkit::nats_url(),
+            frontier_testkit::fresh_database().await?,
+        ),
+    };
     let logs = std::env::temp_dir().join(format!("frontier-chaos-{namespace}"));
     println!(
         "chaos: seed {}, {} s, a kill every {:?}, scale {}; process logs in {}",
@@ -1022,26 +1322,37 @@ async fn under_load(disruption: Disruption) -> anyhow::Result<()> {
         logs.display()
     );
     let flags = |s: &[&str]| s.iter().map(|f| (*f).to_owned()).collect::<Vec<_>>();
+    let mut service_flags = vec![
+        (Service::GameSession, flags(&["--outbox-interval", "1s"])),
+        (Service::Rating, flags(&["--ack-wait", "5s"])),
+        (
+            Service::BotWorker,
+            flags(&["--ack-wait", "3s", "--concurrency", "1"]),
+        ),
+        (
+            Service::Matchmaking,
+            flags(&["--bot-after", "4s", "--lease", "2s", "--grace", "30s"]),
+        ),
+    ];
+    if clusters.is_some() {
+        // A move is acknowledged once a replica has it; every stream on three servers.
+        for (service, f) in &mut service_flags {
+            if *service == Service::GameSession {
+                f.extend(flags(&["--redis-ack-replicas", "1"]));
+            }
+            f.extend(flags(&["--nats-stream-replicas", "3"]));
+        }
+        service_flags.push((Service::Gateway, flags(&["--nats-stream-replicas", "3"])));
+    }
     let rig = Rig::start(RigConfig {
         bin: frontier_testkit::frontier_bin(),
         instances: 2,
-        redis_url: frontier_testkit::redis_url(),
-        nats_url: frontier_testkit::nats_url(),
+        redis_url: redis_url.clone(),
+        nats_url: nats_url.clone(),
         database_url: database_url.clone(),
         namespace: namespace.clone(),
         jwt_secret: JWT_SECRET.to_owned(),
-        flags: vec![
-            (Service::GameSession, flags(&["--outbox-interval", "1s"])),
-            (Service::Rating, flags(&["--ack-wait", "5s"])),
-            (
-                Service::BotWorker,
-                flags(&["--ack-wait", "3s", "--concurrency", "1"]),
-            ),
-            (
-                Service::Matchmaking,
-                flags(&["--bot-after", "4s", "--lease", "2s", "--grace", "30s"]),
-            ),
-        ],
+        flags: service_flags,
         logs: Some(logs.clone()),
     })
     .await?;
@@ -1101,8 +1412,10 @@ async fn under_load(disruption: Disruption) -> anyhow::Result<()> {
     let monkey = match disruption {
         Disruption::Kills => tokio::spawn(chaos_monkey(
             rig.clone(),
+            clusters.clone(),
             chaos_stop.clone(),
             settings.kill_every,
+            Instant::now() + Duration::from_secs(settings.seconds) / 2,
             rng.next(),
         )),
         Disruption::RollingUpgrade => tokio::spawn(rolling_upgrade(rig.clone())),
@@ -1143,7 +1456,15 @@ async fn under_load(disruption: Disruption) -> anyhow::Result<()> {
     let stops: u32 = rig.instances.iter().map(|i| i.stops).sum();
 
     let log = std::mem::take(&mut *log.lock().expect("the log lock is never poisoned"));
-    let report = check(&namespace, &database_url, &log, &registered, &seekers).await;
+    let report = check(
+        &namespace,
+        &redis_url,
+        &database_url,
+        &log,
+        &registered,
+        &seekers,
+    )
+    .await;
     println!(
         "chaos ({disruption:?}): {:.0} s, {} kills {kills:?}, {stops} graceful replacements, {chaos_moves} moves acknowledged during the chaos ({:.1} moves/s), {} acks in all, {} games finished, {} tickets ({} seeks lapsed), {} reconnects, retried refusals {:?}",
         chaos_secs,
@@ -1157,9 +1478,18 @@ async fn under_load(disruption: Disruption) -> anyhow::Result<()> {
         log.retried,
     );
     rig.stop();
-    remove_streams(&namespace).await;
+    remove_streams(&nats_url, &namespace).await;
     let report = report?;
     println!("chaos: checked from the records: {report}");
+    if let Some(c) = clusters
+        .as_ref()
+        .filter(|_| disruption == Disruption::Kills)
+    {
+        println!(
+            "chaos: failovers (0 acknowledged moves lost: checked above): {}",
+            c.figures(&namespace, &log)?
+        );
+    }
     anyhow::ensure!(
         crashed.is_empty(),
         "processes exited without being killed: {crashed:?} (logs in {})",
@@ -1190,6 +1520,7 @@ async fn under_load(disruption: Disruption) -> anyhow::Result<()> {
 /// The checks from the records; `Ok` carries the counts checked, `Err` every failure.
 async fn check(
     namespace: &str,
+    redis_url: &str,
     database_url: &str,
     log: &Log,
     registered: &[String],
@@ -1197,9 +1528,7 @@ async fn check(
 ) -> anyhow::Result<String> {
     let mut failures = Vec::new();
     // One node or a cluster (a seed list): key reads go to the key's master.
-    let mut redis =
-        frontier_platform::redis_conn::RedisConn::connect(&frontier_testkit::redis_url(), false)
-            .await?;
+    let mut redis = frontier_platform::redis_conn::RedisConn::connect(redis_url, false).await?;
     let ns = frontier_platform::Namespace::new(namespace).map_err(anyhow::Error::msg)?;
     let log_key = |game: &str| -> anyhow::Result<String> {
         let id: frontier_platform::GameId = game.parse()?;
@@ -1249,7 +1578,7 @@ async fn check(
     // The state hashes, `<ns>:{<shard>}:game:<id>`, from every node: on a cluster each
     // master lists only the keys of its own slots (the seed list names every master).
     let mut keys: Vec<String> = Vec::new();
-    for url in frontier_testkit::redis_url().split(',') {
+    for url in redis_url.split(',') {
         let mut node = redis::Client::open(url.trim())?
             .get_multiplexed_async_connection()
             .await?;

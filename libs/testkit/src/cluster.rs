@@ -290,10 +290,25 @@ impl RedisCluster {
         slot: u16,
         not_asking: Option<usize>,
     ) -> anyhow::Result<usize> {
+        let masters = self.masters_asking_not(not_asking)?;
+        masters
+            .iter()
+            .find(|(_, ranges)| ranges.iter().any(|r| r.contains(&slot)))
+            .map(|(i, _)| *i)
+            .with_context(|| format!("no master serves slot {slot}: {masters:?}"))
+    }
+
+    /// The masters serving slots (node index, its slot ranges), from `CLUSTER NODES` of
+    /// the first running node other than `not_asking`.
+    pub fn masters_asking_not(
+        &self,
+        not_asking: Option<usize>,
+    ) -> anyhow::Result<Vec<(usize, Vec<std::ops::RangeInclusive<u16>>)>> {
         let running = (0..self.ports.len())
             .find(|&i| self.nodes[i].is_some() && Some(i) != not_asking)
             .context("no running node")?;
         let nodes = cli(self.ports[running], &["CLUSTER", "NODES"])?;
+        let mut masters = Vec::new();
         for line in nodes.lines() {
             let fields: Vec<&str> = line.split_whitespace().collect();
             let Some(port) = fields
@@ -304,24 +319,25 @@ impl RedisCluster {
             else {
                 continue;
             };
-            let serves = fields.iter().skip(8).any(|range| {
-                let (start, end) = range.split_once('-').unwrap_or((range, range));
-                matches!(
-                    (start.parse::<u16>(), end.parse::<u16>()),
-                    (Ok(a), Ok(b)) if (a..=b).contains(&slot)
-                )
-            });
+            let ranges: Vec<std::ops::RangeInclusive<u16>> = fields
+                .iter()
+                .skip(8)
+                .filter_map(|range| {
+                    let (start, end) = range.split_once('-').unwrap_or((range, range));
+                    Some(start.parse::<u16>().ok()?..=end.parse::<u16>().ok()?)
+                })
+                .collect();
             let master = fields
                 .get(2)
                 .is_some_and(|f| f.split(',').any(|f| f == "master"));
-            if serves
-                && master
+            if master
+                && !ranges.is_empty()
                 && let Some(i) = self.ports.iter().position(|&p| p == port)
             {
-                return Ok(i);
+                masters.push((i, ranges));
             }
         }
-        bail!("no master serves slot {slot}: {nodes}")
+        Ok(masters)
     }
 
     /// Which node (index) serves `slot` as master, from `CLUSTER NODES` of a running node.
