@@ -37,20 +37,7 @@ before(async () => {
   mkdirSync(SHOTS, { recursive: true });
   assert.ok(existsSync(BIN), `no frontier binary at ${BIN} (set FRONTIER_BIN)`);
   // Quick match: a bot after 2 s in standard 5+0 casual, no bot in any other pool.
-  server = spawn(BIN, ['dev', '--memory', '--listen', '127.0.0.1:0', '--test-fixed-layout', LAYOUT, '--test-clock-minute', '21s', '--hash-threads', '2',
-    '--bot-after', '0', '--bot-after-pool', 'standard:5+0:casual=2s'], {
-    stdio: ['ignore', 'pipe', 'inherit'],
-    env: { ...process.env, RUST_LOG: process.env.RUST_LOG || 'warn' },
-  });
-  base = await new Promise((resolve, reject) => {
-    let out = '';
-    server.stdout.on('data', (d) => {
-      out += d;
-      const m = out.match(/running at (http:\/\/[\d.:]+)\//);
-      if (m) resolve(m[1]);
-    });
-    server.on('exit', (code) => reject(new Error(`frontier dev exited (${code})`)));
-  });
+  ({ proc: server, base } = await startServer(['--bot-after', '0', '--bot-after-pool', 'standard:5+0:casual=2s']));
   // No GPU: WebGL (the 3D board) is drawn by SwiftShader, in software.
   browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox', '--disable-gpu', '--enable-unsafe-swiftshader'] });
 });
@@ -60,12 +47,40 @@ after(async () => {
   if (server) server.kill('SIGTERM');
 });
 
+/** A `frontier dev --memory` on a free port with the test hooks and `extra` flags: {proc, base}. */
+async function startServer(extra) {
+  const proc = spawn(BIN, ['dev', '--memory', '--listen', '127.0.0.1:0', '--test-fixed-layout', LAYOUT, '--test-clock-minute', '21s', '--hash-threads', '2', ...extra], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+    env: { ...process.env, RUST_LOG: process.env.RUST_LOG || 'warn' },
+  });
+  const at = await new Promise((resolve, reject) => {
+    let out = '';
+    proc.stdout.on('data', (d) => {
+      out += d;
+      const m = out.match(/running at (http:\/\/[\d.:]+)\//);
+      if (m) resolve(m[1]);
+    });
+    proc.on('exit', (code) => reject(new Error(`frontier dev exited (${code})`)));
+  });
+  return { proc, base: at };
+}
+
+/**
+ * Answers the page's own confirmation dialog (never the browser's confirm()): it is open,
+ * focus is on its cancel button; `yes` confirms, else cancels.
+ */
+async function confirmInPage(page, yes = true) {
+  await page.waitForSelector('#confirm[role=alertdialog]', { timeout: WAIT });
+  await page.click(yes ? '#confirm-yes' : '#confirm-no');
+  await page.waitForSelector('#confirm', { state: 'detached', timeout: WAIT });
+}
+
 /**
  * A browser context (its own storage: one player) with a page on the client. `audio`: a spy
  * on the page's AudioContext counts the contexts made and the sound sources started
  * (`window.__audio`); `reducedMotion`: 'reduce' as a player who asked for less motion.
  */
-async function player(viewport = { width: 1200, height: 900 }, { audio = false, reducedMotion = 'no-preference' } = {}) {
+async function player(viewport = { width: 1200, height: 900 }, { audio = false, reducedMotion = 'no-preference', at = base } = {}) {
   const context = await browser.newContext({ viewport, locale: 'en-US', reducedMotion });
   if (audio) {
     await context.addInitScript(() => {
@@ -104,7 +119,13 @@ async function player(viewport = { width: 1200, height: 900 }, { audio = false, 
     }
   }));
   page.on('pageerror', (e) => console.error('page error:', e.message));
-  await page.goto(base + '/');
+  // The client asks nothing through the browser's own dialogs (confirm(), alert()).
+  page.on('dialog', (d) => {
+    console.error('browser dialog:', d.message());
+    page.__nativeDialogs = (page.__nativeDialogs || 0) + 1;
+    d.dismiss();
+  });
+  await page.goto(at + '/');
   return { context, page, received };
 }
 
@@ -526,8 +547,8 @@ test('clocks tick from the server readings and warn on low time', { skip: SKIP |
   // after Black's (a loaded machine): wait for it rather than look once.
   await white.page.waitForSelector('.draw-offer', { state: 'detached', timeout: WAIT });
   assert.equal(await white.page.locator('.draw-offer').count(), 0);
-  white.page.once('dialog', (d) => d.accept());
   await white.page.click('[data-act="resign"]');
+  await confirmInPage(white.page);
   await black.page.waitForSelector('#result', { timeout: WAIT });
   assert.match(await black.page.textContent('#result-title'), /You won — resignation/);
   assert.match(await black.page.textContent('#result-detail'), /Black wins — resignation/);
@@ -617,9 +638,12 @@ test('atomic against the computer: an explosion, and an undo', { skip: SKIP || f
     const g = window.frontier.games.get(location.hash.split('/')[2]);
     return g && (g.turn === g.seat || g.status === 'finished');
   }, null, { timeout: WAIT });
-  // Undo: one move, the computer's reply, then both taken back at once.
+  // Undo: one move, the computer's reply, then both taken back at once. "Take back" is
+  // offered only when there is a move of mine to take back, on my turn.
   await myTurn();
   const start = await gameState(me.page);
+  await me.page.waitForSelector('[data-act="resign"]', { timeout: WAIT });
+  assert.equal(await me.page.locator('[data-act="undo"]').count(), 0, 'no take back before my first move');
   await me.page.click('[data-square="g1"]');
   await me.page.click('[data-square="f3"]');
   await waitPlies(me.page, 2);
@@ -627,6 +651,8 @@ test('atomic against the computer: an explosion, and an undo', { skip: SKIP || f
   await me.page.click('[data-act="undo"]');
   await me.page.waitForFunction(() => window.frontier.games.get(location.hash.split('/')[2]).moves.length === 0, null, { timeout: WAIT });
   assert.equal((await gameState(me.page)).fen, start.fen);
+  await me.page.waitForSelector('[data-act="undo"]', { state: 'detached', timeout: WAIT });
+  assert.equal(await me.page.locator('[data-act="undo"]').count(), 0, 'nothing left to take back');
   // Every explosion drawn on the board is noted as it appears.
   await me.page.evaluate(() => {
     window.__booms = [];
@@ -678,8 +704,13 @@ test('quick match: the seek shows its wait and cancels; a lone seek falls back t
   const first = me.received.find((f) => f.type === 'seeking');
   assert.deepEqual(first.pools, [{ variant: 'hidden', clock: { minutes: 10, increment: 0 }, rated: false }]);
   await shot(me.page, '16-quick-match-seeking');
+  // While the seek stands, "find an opponent" cannot be clicked again (cancel instead).
+  assert.ok(await me.page.isDisabled('#seek button[type=submit]'), 'find an opponent is disabled while seeking');
+  await me.page.click('#seek button[type=submit]', { force: true });
   await me.page.click('#cancel-seek');
   await me.page.waitForSelector('.seeking', { state: 'detached', timeout: WAIT });
+  assert.equal(me.received.filter((f) => f.type === 'seeking').length, 1, 'one seek, however many clicks');
+  assert.ok(await me.page.isEnabled('#seek button[type=submit]'), 'offered again once the seek is cancelled');
   assert.ok(me.received.some((f) => f.type === 'seek_cancelled' && f.cancelled === true), 'the server cancelled it');
   assert.equal(me.received.filter((f) => f.type === 'matched').length, 0);
 
@@ -921,8 +952,8 @@ test('moves are animated (slide, capture, reveal, explosion; none for reduced mo
   assert.equal(await b.getAttribute('#mute', 'aria-pressed'), 'true');
   const before = await b.evaluate(() => window.__audio.started);
   const blackSounds = (await sounds(b)).length;
-  w.once('dialog', (d) => d.accept());
   await w.click('[data-act="resign"]');
+  await confirmInPage(w);
   await waitSound(w, 'end');
   await b.waitForSelector('#result', { timeout: WAIT });
   assert.equal((await sounds(b)).length, blackSounds);
@@ -1478,4 +1509,175 @@ test('performance: the client\'s shipped size (raw and gzip, with and without th
   console.log(`the same at full resolution (${await w3.evaluate(() => window.frontier.three.board.size.join('×'))} px): ${full.toFixed(1)} frames/s`);
   await game3d.white.context.close();
   await game3d.black.context.close();
+});
+
+test('no "connection lost" before signing in: the entry screen reports no connection, online once entered, nothing again after signing out', { skip: SKIP || false }, async () => {
+  const me = await player();
+  await me.page.waitForSelector('#guest');
+  assert.equal((await me.page.textContent('#status')).trim(), '', 'nothing to report before a connection was tried');
+  assert.ok(!(await me.page.textContent('body')).includes('Connection lost'));
+  await enterAsGuest(me.page);
+  await me.page.waitForFunction(() => document.querySelector('#status')?.textContent === 'Online', null, { timeout: WAIT });
+  await me.page.click('#signout');
+  await me.page.waitForSelector('#guest', { timeout: WAIT });
+  assert.equal((await me.page.textContent('#status')).trim(), '');
+  assert.ok(!(await me.page.textContent('body')).includes('Connection lost'));
+  await me.context.close();
+});
+
+test('resign and abort are confirmed in the page (focus on cancel, Tab kept inside, Escape cancels, focus back), never with the browser\'s confirm(); claim victory counts down instead of being offered at once', { skip: SKIP || false }, async () => {
+  const white = await player();
+  const black = await player();
+  await enterAsGuest(white.page);
+  await enterAsGuest(black.page);
+  const { code } = await createBoard(white.page, { variant: 'standard', minutes: 0 });
+  await joinByCode(black.page, code);
+  await white.page.waitForSelector('[data-act="abort"]', { timeout: WAIT });
+  const playing = () => white.page.evaluate(() => window.frontier.games.get(location.hash.split('/')[2]).status);
+  // Abort: asked in the page; Escape cancels and gives focus back to the button.
+  await white.page.click('[data-act="abort"]');
+  await white.page.waitForSelector('#confirm[role=alertdialog][aria-modal=true]', { timeout: WAIT });
+  assert.match(await white.page.textContent('#confirm-text'), /Abort this game\?/);
+  assert.equal(await white.page.evaluate(() => document.activeElement.id), 'confirm-no', 'focus on cancel');
+  await white.page.keyboard.press('Tab');
+  assert.equal(await white.page.evaluate(() => document.activeElement.id), 'confirm-yes');
+  await white.page.keyboard.press('Tab');
+  assert.equal(await white.page.evaluate(() => document.activeElement.id), 'confirm-no', 'Tab stays in the dialog');
+  await shot(white.page, '40-confirm-abort');
+  await white.page.keyboard.press('Escape');
+  await white.page.waitForSelector('#confirm', { state: 'detached', timeout: WAIT });
+  assert.equal(await white.page.evaluate(() => document.activeElement?.dataset.act), 'abort', 'focus back on the button');
+  assert.equal(await playing(), 'playing');
+  // Cancel by its button: still playing. No claim yet: a countdown stands in its place.
+  await white.page.click('[data-act="abort"]');
+  await confirmInPage(white.page, false);
+  assert.equal(await playing(), 'playing');
+  assert.equal(await white.page.locator('[data-act="claim_victory"]').count(), 0, 'no claim while the opponent was just here');
+  assert.match(await white.page.textContent('#claim-wait'), /Claim victory possible in [45]:\d\d/);
+  await clickMove(white.page, black.page, 'e2e4');
+  await clickMove(black.page, white.page, 'e7e5');
+  // Resign: a frame redrawing the game meanwhile leaves the question open; confirmed, it ends.
+  await white.page.click('[data-act="resign"]');
+  await white.page.waitForSelector('#confirm', { timeout: WAIT });
+  assert.match(await white.page.textContent('#confirm-text'), /Resign this game\?/);
+  await black.page.click('[data-act="offer_draw"]');
+  await white.page.waitForSelector('.draw-offer', { timeout: WAIT });
+  assert.equal(await white.page.locator('#confirm').count(), 1, 'still asking');
+  await white.page.keyboard.press('Tab');
+  await white.page.keyboard.press('Enter');
+  await black.page.waitForSelector('#result', { timeout: WAIT });
+  assert.match(await black.page.textContent('#result-title'), /You won — resignation/);
+  assert.equal(white.page.__nativeDialogs || 0, 0, 'no browser dialog');
+  await white.context.close();
+  await black.context.close();
+});
+
+test('claim victory: a countdown from the opponent\'s last move, then the button, accepted by the server once the opponent is gone', { skip: SKIP || false }, async () => {
+  // Its own server, whose absence limit is short: the client is told the same (a test hook,
+  // kept above the server's so the first click succeeds).
+  const own = await startServer(['--absence-limit', '2s', '--presence-timeout', '1s']);
+  try {
+    const white = await player(undefined, { at: own.base });
+    const black = await player(undefined, { at: own.base });
+    await white.page.evaluate(() => (window.frontier.claimAfterMs = 5000));
+    await enterAsGuest(white.page);
+    await enterAsGuest(black.page);
+    const { code } = await createBoard(white.page, { variant: 'standard', minutes: 0 });
+    await joinByCode(black.page, code);
+    await clickMove(white.page, black.page, 'e2e4');
+    await clickMove(black.page, white.page, 'e7e5');
+    await white.page.waitForSelector('#claim-wait', { timeout: WAIT });
+    assert.equal(await white.page.locator('[data-act="claim_victory"]').count(), 0);
+    const first = await white.page.textContent('#claim-wait');
+    assert.match(first, /Claim victory possible in 0:0[1-5]/);
+    // The countdown runs on screen.
+    await white.page.waitForFunction((t) => document.querySelector('#claim-wait') && document.querySelector('#claim-wait').textContent !== t, first, { timeout: WAIT });
+    await black.context.close();
+    await white.page.waitForSelector('[data-act="claim_victory"]', { timeout: WAIT });
+    await white.page.click('[data-act="claim_victory"]');
+    await white.page.waitForSelector('#result', { timeout: WAIT });
+    assert.match(await white.page.textContent('#result-title'), /You won/);
+    await white.context.close();
+  } finally {
+    own.proc.kill('SIGTERM');
+  }
+});
+
+test('dark mode darkens the board; the hidden mark stands at least 3:1 (WCAG AA, non-text) against every square of every board look, light and dark', { skip: SKIP || false }, async () => {
+  const me = await player();
+  const looks = await me.page.evaluate(async () => (await import('/app/js/board.js')).BOARD_LOOKS);
+  assert.ok(looks.length >= 10, 'the three plain looks and the seven textured ones');
+  // What the page draws: a light and a dark square and a hidden piece, as the board draws them.
+  const colours = await me.page.evaluate(async (looks) => {
+    const { pieceSvg } = await import('/app/js/pieces.js');
+    const root = document.documentElement;
+    const holder = document.createElement('div');
+    holder.innerHTML = `<svg viewBox="0 0 200 100"><g class="sq light"><rect width="100" height="100"/></g><g class="sq dark"><rect x="100" width="100" height="100"/></g>${pieceSvg({ color: 'w', role: 'n', hidden: true }, 0, 0, 100)}</svg>`;
+    document.body.append(holder);
+    const out = {};
+    for (const dark of [false, true]) {
+      root.classList.toggle('dark', dark);
+      for (const look of looks) {
+        root.dataset.theme = look;
+        const fill = (sel, prop = 'fill') => getComputedStyle(holder.querySelector(sel))[prop];
+        out[`${look}/${dark ? 'dark' : 'light'}`] = {
+          light: fill('.sq.light rect'),
+          dark: fill('.sq.dark rect'),
+          edge: fill('.hidden-mark circle.edge'),
+          ring: fill('.hidden-mark circle:not(.edge)', 'stroke'),
+          disc: fill('.hidden-mark circle:not(.edge)'),
+          glyph: fill('.hidden-mark text'),
+        };
+      }
+    }
+    holder.remove();
+    return out;
+  }, looks);
+  const rgb = (c) => {
+    const m = String(c).match(/rgba?\(([\d.]+),\s*([\d.]+),\s*([\d.]+)/);
+    assert.ok(m, `a colour: ${c}`);
+    return m.slice(1, 4).map(Number);
+  };
+  const lum = (c) => {
+    const [r, g, b] = rgb(c).map((v) => {
+      const s = v / 255;
+      return s <= 0.03928 ? s / 12.92 : ((s + 0.055) / 1.055) ** 2.4;
+    });
+    return 0.2126 * r + 0.7152 * g + 0.0722 * b;
+  };
+  const contrast = (a, b) => {
+    const [x, y] = [lum(a), lum(b)].sort((p, q) => q - p);
+    return (x + 0.05) / (y + 0.05);
+  };
+  const failures = [];
+  for (const look of looks) {
+    const day = colours[`${look}/light`];
+    const night = colours[`${look}/dark`];
+    for (const sq of ['light', 'dark']) {
+      assert.ok(lum(night[sq]) < lum(day[sq]) - 0.02, `${look}: dark mode darkens its ${sq} squares (${day[sq]} → ${night[sq]})`);
+    }
+    for (const [scheme, c] of [['light', day], ['dark', night]]) {
+      // The mark meets the square at its dark edge, inside which runs its white ring: one of
+      // the two must stand 3:1 against the square; the "?" 4.5:1 against its disc.
+      for (const sq of ['light', 'dark']) {
+        const best = Math.max(contrast(c.edge, c[sq]), contrast(c.ring, c[sq]));
+        if (!(best >= 3)) failures.push(`${look} (${scheme} mode) ${sq} square ${c[sq]}: ${best.toFixed(2)}:1`);
+      }
+      if (!(contrast(c.glyph, c.disc) >= 4.5)) failures.push(`${look} (${scheme} mode): the "?" on its disc`);
+    }
+  }
+  assert.deepEqual(failures, [], 'every hidden mark at least 3:1 against its square');
+  // On screen: a game's board in dark mode is drawn in the darker squares.
+  await enterAsGuest(me.page);
+  await createBoard(me.page, { variant: 'hidden' });
+  await me.page.waitForSelector('#board .sq.light rect', { timeout: WAIT });
+  const squareFill = () => me.page.evaluate(() => getComputedStyle(document.querySelector('#board .sq.light rect')).fill);
+  const before = await squareFill();
+  const wasDark = await me.page.evaluate(() => document.documentElement.classList.contains('dark'));
+  await me.page.click('#dark');
+  await me.page.waitForFunction((b) => getComputedStyle(document.querySelector('#board .sq.light rect')).fill !== b, before, { timeout: WAIT });
+  const after = await squareFill();
+  assert.ok(wasDark ? lum(after) > lum(before) : lum(after) < lum(before), `the board follows dark mode (${before} → ${after})`);
+  await shot(me.page, '41-dark-board');
+  await me.context.close();
 });

@@ -117,17 +117,22 @@ function spriteTexture(draw) {
   return tex;
 }
 
-// The hidden mark, as in 2D: a purple disc with a white rim and "?". Every hidden piece's
+// The hidden mark, as in 2D: a purple disc with a white rim in a dark edge, and "?" (the
+// rim or the edge stands 3:1 against any square behind it). Every hidden piece's
 // mark is one point of a single Points object (one draw call), always facing the camera and
 // drawn over everything; a piece taken while hidden sinks with a sprite of its own.
 let markTexture = null;
 function hiddenMarkTexture() {
   markTexture ||= spriteTexture((g) => {
+    g.fillStyle = '#1b0a24';
+    g.beginPath();
+    g.arc(64, 64, 63, 0, Math.PI * 2);
+    g.fill();
     g.fillStyle = '#7b1fa2';
     g.strokeStyle = '#fff';
     g.lineWidth = 12;
     g.beginPath();
-    g.arc(64, 64, 54, 0, Math.PI * 2);
+    g.arc(64, 64, 50, 0, Math.PI * 2);
     g.fill();
     g.stroke();
     g.fillStyle = '#fff';

@@ -39,7 +39,17 @@ const app = {
   token: null,
   player: null,
   conn: null,
-  status: 'offline',
+  // 'idle' until a connection is first tried (signed in): nothing to report before then;
+  // then 'connecting' | 'online' | 'offline' (lost: reconnecting).
+  status: 'idle',
+  // The opponent's absence a claim of victory needs (the server's default, docs/protocol.md:
+  // the server is never told to the client); a test may lower it.
+  claimAfterMs: 300000,
+  // Game id → when this client last saw a sign of the opponent (its move, or the game's
+  // start or first sight here): a claim cannot succeed before that plus claimAfterMs.
+  opponentSeen: new Map(),
+  // A seek sent and not answered yet: "find an opponent" is not clickable meanwhile.
+  seekSending: false,
   games: new Map(),
   // Finished game id → the latest `rematch_offered` / `rematch_cancelled` frame about it.
   rematches: new Map(),
@@ -147,6 +157,7 @@ function savePreferences() {
 function signOut() {
   if (app.conn) app.conn.stop();
   app.conn = null;
+  app.status = 'idle';
   app.token = null;
   app.player = null;
   app.games.clear();
@@ -250,6 +261,8 @@ function onFrame(frame) {
       noteClock(frame.clocks, now);
       const e = frame.event;
       const onScreen = currentGameId() === frame.game_id;
+      // A sign of the opponent (its move, or the game starting): a claim counts from here.
+      if (e.kind === 'started' || (e.kind === 'move' && e.color && e.color !== g.seat)) app.opponentSeen.set(frame.game_id, now);
       if (e.kind === 'move') {
         const atomicCapture = g.variant === 'atomic' && !!e.captured;
         const from = parseSquare(e.uci.slice(0, 2));
@@ -341,6 +354,8 @@ function onFrame(frame) {
       // After a (re)connect: the seek still standing (its wait as the server counts it),
       // and a match made while this client was away, if it was seeking then.
       const wasSeeking = !!app.seek;
+      // A seek sent before the connection dropped got no answer: the server's word is this.
+      app.seekSending = false;
       app.seek = frame.seeking
         ? { pools: frame.seeking.pools, estimatedWaitMs: app.seek?.estimatedWaitMs ?? null, since: Math.min(now, frame.seeking.since + (app.clockOffset ?? 0)) }
         : null;
@@ -398,7 +413,8 @@ function header() {
 function renderStatus() {
   const el = $('#status');
   if (!el) return;
-  const text = { online: t('online'), connecting: t('connecting'), offline: t('reconnecting') }[app.status] || '';
+  // Nothing before a connection was tried (not signed in yet): never "connection lost".
+  const text = app.token ? { online: t('online'), connecting: t('connecting'), offline: t('reconnecting') }[app.status] || '' : '';
   el.textContent = text;
   el.className = `status ${app.status}`;
 }
@@ -540,7 +556,7 @@ function lobbyScreen() {
         <label>${t('variant')} <select name="variant">${options(VARIANTS, seekChoice.variant, (v) => t('variant_' + v))}</select></label>
         <label>${t('pool')} <select name="pool">${options(POOLS, seekChoice.pool, (p) => p)}</select></label>
         <label class="check"><input name="rated" type="checkbox" ${app.player?.guest ? 'disabled' : seekChoice.rated ? 'checked' : ''}> ${t('rated')}</label>
-        <button type="submit" class="primary">${t('findOpponent')}</button>
+        <button type="submit" class="primary"${seek || app.seekSending ? ' disabled' : ''}>${t('findOpponent')}</button>
         ${seek ? `<p class="seeking" role="status">${t('searching')} <span id="seek-wait"></span>${seek.estimatedWaitMs != null ? ` (${t('estimatedWait', { s: Math.max(1, Math.round(seek.estimatedWaitMs / 1000)) })})` : ''} — ${t('botOffered')} <button type="button" id="cancel-seek">${t('cancel')}</button></p>` : ''}
         <p class="error" id="seek-error" role="alert"></p>
       </form>
@@ -643,12 +659,22 @@ function bindLobby() {
   };
   $('#seek').onsubmit = async (e) => {
     e.preventDefault();
+    // Never a second seek while one stands or is on its way (the button is disabled then).
+    if (app.seek || app.seekSending) return;
     const c = seekChoice;
     const [minutes, increment] = c.pool.split('+').map(Number);
     // A pool as docs/protocol.md names it: variant × clock × rated. The `seeking` answer
     // (handled with every frame) shows the wait.
     const pool = { variant: c.variant, clock: { minutes, increment }, rated: !asGuest() && !!c.rated };
-    const answer = await app.conn.send({ type: 'seek', pools: [pool] });
+    app.seekSending = true;
+    e.submitter?.setAttribute('disabled', '');
+    let answer;
+    try {
+      answer = await app.conn.send({ type: 'seek', pools: [pool] });
+    } finally {
+      app.seekSending = false;
+    }
+    if (answer.type !== 'error' && !app.seek && !currentGameId()) render();
     if (answer.type === 'error' && !currentGameId()) {
       // `already_matched`: the `matched` notice follows and opens the game.
       if (answer.code !== 'already_matched') app.seek = null;
@@ -810,9 +836,17 @@ function renderGame() {
     if (g.drawOffer && g.drawOffer !== g.seat) {
       actions.push(`<button type="button" data-act="accept_draw" class="primary">${t('acceptDraw')}</button><button type="button" data-act="decline_draw">${t('declineDraw')}</button>`);
     } else if (!g.drawOffer) actions.push(`<button type="button" data-act="offer_draw">${t('offerDraw')}</button>`);
-    // A bot is never away: no claim against it.
-    if (!g.clock && !vsBot) actions.push(`<button type="button" data-act="claim_victory">${t('claimVictory')}</button>`);
-    if (vsBot && g.variant !== 'hidden' && !g.rated) actions.push(`<button type="button" data-act="undo">${t('undo')}</button>`);
+    // Claim: only once the opponent may have been away as long as the server asks (it
+    // tells the client nothing of its presence; see claimWaitMs); a countdown until then.
+    if (!g.clock && !vsBot) {
+      const wait = claimWaitMs(g);
+      if (wait <= 0) actions.push(`<button type="button" data-act="claim_victory">${t('claimVictory')}</button>`);
+      else actions.push(`<span class="claim-wait hint-text" id="claim-wait">${t('claimIn', { time: mmss(wait) })}</span>`);
+    }
+    // Take back: on the player's turn, with a move of theirs (and the reply) to take back.
+    if (vsBot && g.variant !== 'hidden' && !g.rated && myTurn && !g.pendingPromotion && myPlies(g) > 0) {
+      actions.push(`<button type="button" data-act="undo">${t('undo')}</button>`);
+    }
   }
   if (mine && waiting) actions.push(`<button type="button" data-act="abort">${t('cancelBoard')}</button>`);
   main.innerHTML = `
@@ -1078,7 +1112,15 @@ function bindGame(g) {
   for (const b of document.querySelectorAll('[data-act]')) {
     b.onclick = async () => {
       const act = b.dataset.act;
-      if (act === 'resign' && !confirm(t('confirmResign'))) return;
+      // Resigning and aborting a game in play are asked again, in the page.
+      if (act === 'resign' || (act === 'abort' && g.status === 'playing')) {
+        const ok = await confirmInPage({
+          text: t(act === 'resign' ? 'confirmResign' : 'confirmAbort'),
+          yes: t(act === 'resign' ? 'resign' : 'abort'),
+          opener: `[data-act="${act}"]`,
+        });
+        if (!ok || app.games.get(g.id)?.status !== 'playing') return;
+      }
       const message = { type: act, game_id: g.id };
       if (act === 'undo') message.expected_version = g.version;
       const answer = await app.conn.send(message);
@@ -1225,6 +1267,76 @@ function resultDialog(g) {
     <p class="row"><a href="#/record/${g.id}">${t('viewRecord')}</a> <a href="#/">${t('backToLobby')}</a> <button type="button" id="close-result">${t('close')}</button></p></div></div>`;
 }
 
+/** m:ss of a wait in ms (rounded up). */
+function mmss(ms) {
+  const s = Math.ceil(ms / 1000);
+  return `${Math.floor(s / 60)}:${String(s % 60).padStart(2, '0')}`;
+}
+
+/** The plies the player has made in `g`. */
+function myPlies(g) {
+  const n = g.moves.length;
+  return g.seat === 'white' ? Math.ceil(n / 2) : g.seat === 'black' ? Math.floor(n / 2) : 0;
+}
+
+/**
+ * How long until a claim of victory could be accepted (≤ 0: now). The server accepts one
+ * once the opponent has been disconnected for the limit, counted from its last presence
+ * report or the game's start (docs/protocol.md, `claim_victory`), and tells the client
+ * nothing of the opponent's presence. The opponent was present at its last move, and the
+ * game had started when this client first saw it: a claim cannot succeed before the later
+ * of those plus the limit. From then on the button is offered, and the server's answer
+ * (`cannot_claim`: "your opponent is connected") says the rest.
+ */
+function claimWaitMs(g) {
+  if (!app.opponentSeen.has(g.id)) app.opponentSeen.set(g.id, Date.now());
+  return app.opponentSeen.get(g.id) + app.claimAfterMs - Date.now();
+}
+
+/**
+ * Asks in the page (never the browser's confirm()): a modal dialog whose confirm button
+ * says what happens, and a cancel button focused first; Tab stays in it, Escape cancels;
+ * focus returns to what opened it. Resolves to true when confirmed. Drawn beside the
+ * screen (not in #main), so a frame redrawing the game leaves it open.
+ */
+function confirmInPage({ text, yes, opener }) {
+  const old = $('#confirm');
+  if (old) old.remove();
+  return new Promise((resolve) => {
+    const box = document.createElement('div');
+    box.className = 'dialog confirm';
+    box.id = 'confirm';
+    box.setAttribute('role', 'alertdialog');
+    box.setAttribute('aria-modal', 'true');
+    box.setAttribute('aria-labelledby', 'confirm-text');
+    box.innerHTML = `<div class="card"><p id="confirm-text">${esc(text)}</p>
+      <p class="row"><button type="button" id="confirm-yes" class="danger">${esc(yes)}</button> <button type="button" id="confirm-no">${t('cancel')}</button></p></div>`;
+    document.body.append(box);
+    const yesB = $('#confirm-yes', box);
+    const noB = $('#confirm-no', box);
+    const done = (ok) => {
+      box.remove();
+      const back = opener && $(opener);
+      if (back) back.focus();
+      resolve(ok);
+    };
+    yesB.onclick = () => done(true);
+    noB.onclick = () => done(false);
+    box.onclick = (e) => e.target === box && done(false);
+    box.addEventListener('keydown', (e) => {
+      e.stopPropagation();
+      if (e.key === 'Escape') {
+        e.preventDefault();
+        done(false);
+      } else if (e.key === 'Tab') {
+        e.preventDefault();
+        (document.activeElement === yesB ? noB : yesB).focus();
+      }
+    });
+    noB.focus();
+  });
+}
+
 // Clocks tick between frames from the last reading.
 setInterval(() => {
   // The time a standing seek has waited (shown in the lobby, where no game is on screen).
@@ -1233,6 +1345,13 @@ setInterval(() => {
     if (w) w.textContent = `${Math.max(0, Math.floor((Date.now() - app.seek.since) / 1000))} s`;
   }
   const g = app.games.get(currentGameId());
+  // The countdown to a claim of victory; the button once it is due.
+  const claimEl = $('#claim-wait');
+  if (g && claimEl) {
+    const wait = claimWaitMs(g);
+    if (wait <= 0) renderGame();
+    else claimEl.textContent = t('claimIn', { time: mmss(wait) });
+  }
   if (!g || !g.clocks) return;
   for (const side of ['white', 'black']) {
     const ms = clockMs(g, side);

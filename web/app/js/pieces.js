@@ -1,6 +1,6 @@
 // The piece sets: Frontier's own, drawn here from simple shapes (AGPL-3.0 with the rest).
-// Each piece is SVG markup in a 100×100 box; the hidden mark (a purple disc with "?", top
-// right) is the same on every set. Seven sets:
+// Each piece is SVG markup in a 100×100 box; the hidden mark (a purple disc with "?" in a white
+// ring and a dark edge, top right) is the same on every set. Seven sets:
 //   frontier  — the first set: rounded silhouettes
 //   geometric — a shape per role: disc, L, diamond, tower, star, crowned square
 //   letters   — the role's letter on a token (K Q R B N P)
@@ -88,7 +88,7 @@ export const pieceSet = () => current;
 export function pieceSvg(piece, x, y, s, extra = '') {
   const cls = `piece set-${current} ${piece.color === 'w' ? 'white' : 'black'}${piece.hidden ? ' hidden' : ''}`;
   const mark = piece.hidden
-    ? `<g class="hidden-mark"><circle cx="80" cy="20" r="15"/><text x="80" y="27" text-anchor="middle">?</text></g>`
+    ? `<g class="hidden-mark"><circle class="edge" cx="80" cy="20" r="18.5"/><circle cx="80" cy="20" r="15"/><text x="80" y="27" text-anchor="middle">?</text></g>`
     : '';
   return `<g class="${cls}" transform="translate(${x} ${y}) scale(${s / 100})" ${extra}>${DRAW[current](piece.role)}${mark}</g>`;
 }
