@@ -145,6 +145,16 @@ pub struct RematchOffer {
 /// How long a game's presence record outlives its last report.
 const PRESENCE_TTL_SECONDS: u64 = 7 * 24 * 3600;
 
+/// A present seat's record has its expiry renewed by the ticks once in this many minutes
+/// (in its shard's minute), not on every tick: a command less per seat per tick.
+const PRESENCE_RENEW_MINUTES: i64 = 16;
+
+/// Whether a tick at `now_ms` renews `game`'s presence record's expiry.
+fn presence_renewal_due(game: &GameId, now_ms: i64) -> bool {
+    (now_ms / 60_000).rem_euclid(PRESENCE_RENEW_MINUTES)
+        == i64::from(Shard::of(game).index()) % PRESENCE_RENEW_MINUTES
+}
+
 /// Entries of a gateway's tick written or read per pipelined call.
 const TICK_PIPELINE: usize = 500;
 
@@ -936,11 +946,16 @@ impl GameStore for RedisStore {
                                 .arg(&key)
                                 .arg(color.name())
                                 .arg(now_ms)
-                                .ignore()
-                                .cmd("EXPIRE")
-                                .arg(&key)
-                                .arg(PRESENCE_TTL_SECONDS)
                                 .ignore();
+                            // The record got its expiry when its follow began (`Presence`);
+                            // a tick renews it only in its shard's minute of every
+                            // PRESENCE_RENEW_MINUTES (days before it could run out).
+                            if presence_renewal_due(game, now_ms) {
+                                pipe.cmd("EXPIRE")
+                                    .arg(&key)
+                                    .arg(PRESENCE_TTL_SECONDS)
+                                    .ignore();
+                            }
                         }
                         Tick::Quiet(game, _) => {
                             pipe.cmd("HGET").arg(self.ns.game_state_key(game)).arg("v");
@@ -1314,7 +1329,22 @@ impl MemoryStore {
 
 #[cfg(test)]
 mod tests {
-    use super::replicas_per_master_in;
+
+    #[test]
+    fn a_presence_records_expiry_is_renewed_in_one_minute_of_every_sixteen() {
+        for _ in 0..20 {
+            let game = GameId::new();
+            let t0 = 1_800_000_000_000_i64;
+            let due: Vec<i64> = (0..PRESENCE_RENEW_MINUTES * 2)
+                .filter(|m| presence_renewal_due(&game, t0 + m * 60_000))
+                .collect();
+            assert_eq!(due.len(), 2, "once in each 16 minutes: {due:?}");
+            assert_eq!(due[1] - due[0], PRESENCE_RENEW_MINUTES);
+        }
+    }
+
+    use super::{PRESENCE_RENEW_MINUTES, presence_renewal_due, replicas_per_master_in};
+    use frontier_platform::GameId;
 
     #[test]
     fn replicas_are_counted_per_master_from_cluster_nodes() {
