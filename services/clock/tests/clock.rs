@@ -88,6 +88,28 @@ async fn env(clock: Arc<dyn Clock>, clocks: ClockSettings) -> Env {
     }
 }
 
+/// The system's time, for the tests that run on real time.
+struct System;
+
+impl Clock for System {
+    fn now_ms(&self) -> i64 {
+        frontier_platform::time::SystemClock.now_ms()
+    }
+}
+
+/// An environment on real time whose clock "minute" lasts `ms_per_minute` (first-move
+/// limit 30 s).
+async fn real_time_env(ms_per_minute: u64) -> Env {
+    env(
+        Arc::new(System),
+        ClockSettings {
+            ms_per_minute,
+            first_move_limit_ms: 30_000,
+        },
+    )
+    .await
+}
+
 impl Env {
     async fn clock_instance(&self, time: Arc<dyn TimeSource>) -> Shutdown {
         let deadlines = RedisDeadlines::connect(&frontier_testkit::redis_url(), self.ns.clone())
@@ -301,21 +323,8 @@ fn free_addr() -> SocketAddr {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_deadline_fires_once_when_one_of_two_clocks_is_killed() {
-    struct System;
-    impl Clock for System {
-        fn now_ms(&self) -> i64 {
-            frontier_platform::time::SystemClock.now_ms()
-        }
-    }
     // Real time; a clock "minute" lasts two seconds.
-    let env = env(
-        Arc::new(System),
-        ClockSettings {
-            ms_per_minute: 2_000,
-            first_move_limit_ms: 30_000,
-        },
-    )
-    .await;
+    let env = real_time_env(2_000).await;
     let metrics = [free_addr(), free_addr()];
     let mut children: Vec<std::process::Child> = metrics
         .iter()
@@ -444,22 +453,9 @@ async fn an_absent_players_untimed_game_can_be_claimed_after_the_limit() {
 /// minute here, so a flag that falls within the test's patience fell by the nudge.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_sleeping_clock_is_nudged_on_redis_for_a_deadline_written_for_sooner() {
-    struct System;
-    impl Clock for System {
-        fn now_ms(&self) -> i64 {
-            frontier_platform::time::SystemClock.now_ms()
-        }
-    }
     // Real time; a clock "minute" lasts 300 ms: White's flag falls 300 ms after Black's
     // first move.
-    let env = env(
-        Arc::new(System),
-        ClockSettings {
-            ms_per_minute: 300,
-            first_move_limit_ms: 30_000,
-        },
-    )
-    .await;
+    let env = real_time_env(300).await;
     let deadlines = RedisDeadlines::connect(&frontier_testkit::redis_url(), env.ns.clone())
         .await
         .expect("Redis");

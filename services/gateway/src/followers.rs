@@ -164,7 +164,9 @@ impl Followers {
                     .iter()
                     .map(|(game, color)| pb::SeatPresence {
                         game_id: game.to_string(),
-                        seat: seat_of(*color) as i32,
+                        seat: frontier_platform::convert::seat_of(frontier_rules::Audience::Player(
+                            *color,
+                        )) as i32,
                     })
                     .collect(),
                 quiet: q
@@ -237,13 +239,6 @@ impl Followers {
             }
             self.tick(&sessions).await;
         }
-    }
-}
-
-fn seat_of(color: Color) -> pb::Seat {
-    match color {
-        Color::White => pb::Seat::White,
-        Color::Black => pb::Seat::Black,
     }
 }
 
