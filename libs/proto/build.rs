@@ -11,6 +11,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         "frontier/gamesession/storage/v1/stored_game.proto",
         "frontier/rating/v1/rating.proto",
         "frontier/matchmaking/v1/matchmaking.proto",
+        "frontier/fairplay/v1/fairplay.proto",
     ];
     for file in &files {
         println!("cargo:rerun-if-changed={}", root.join(file).display());

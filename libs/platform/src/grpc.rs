@@ -79,7 +79,11 @@ both_ways! {
     RematchAlreadyOffered => RematchAlreadyOffered,
     NoRematchOffer => NoRematchOffer,
     TooManyGames => TooManyGames,
-    RegisteredOnly => RegisteredOnly
+    RegisteredOnly => RegisteredOnly,
+    Forbidden => Forbidden,
+    ReportNotFound => ReportNotFound,
+    AlreadyDecided => AlreadyDecided,
+    FairPlayRestricted => FairPlayRestricted
 }
 
 /// The gRPC status code that best describes a refusal with this client code.
@@ -88,8 +92,9 @@ fn grpc_code(code: ErrorCode) -> Code {
         ErrorCode::GameNotFound
         | ErrorCode::BoardNotFound
         | ErrorCode::PlayerNotFound
+        | ErrorCode::ReportNotFound
         | ErrorCode::NotFound => Code::NotFound,
-        ErrorCode::NotInGame => Code::PermissionDenied,
+        ErrorCode::NotInGame | ErrorCode::Forbidden => Code::PermissionDenied,
         ErrorCode::BadField
         | ErrorCode::BadJson
         | ErrorCode::BadMove

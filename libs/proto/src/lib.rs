@@ -48,6 +48,14 @@ pub mod rating {
     }
 }
 
+/// `frontier.fairplay.v1`: the fair-play service (moderation queue, decisions, marks).
+pub mod fairplay {
+    /// Version 1.
+    pub mod v1 {
+        tonic::include_proto!("frontier.fairplay.v1");
+    }
+}
+
 /// `Debug` for the messages that hold secrets: public facts only, never the layout, the
 /// salt or a captured piece's identity (which are secret while the game is on).
 mod redacted {

@@ -115,6 +115,14 @@ pub enum ErrorCode {
     NoRematchOffer,
     /// HTTP: for registered players only (a guest's preferences stay in its browser).
     RegisteredOnly,
+    /// HTTP: for moderators only (the token carries no moderator role).
+    Forbidden,
+    /// Fair play: no report has that id.
+    ReportNotFound,
+    /// Fair play: the report was decided already (dismissed, or its player marked).
+    AlreadyDecided,
+    /// The player was marked by fair play's moderators: casual games only.
+    FairPlayRestricted,
 }
 
 impl ErrorCode {
@@ -152,6 +160,8 @@ impl ErrorCode {
             RematchAlreadyOffered => "rematch_already_offered",
             NoRematchOffer => "no_rematch_offer",
             RegisteredOnly => "registered_only",
+            Forbidden => "forbidden", ReportNotFound => "report_not_found",
+            AlreadyDecided => "already_decided", FairPlayRestricted => "fair_play_restricted",
         }
     }
 
@@ -186,6 +196,10 @@ mod tests {
             ErrorCode::NoRematchOffer,
             ErrorCode::TooManyGames,
             ErrorCode::RegisteredOnly,
+            ErrorCode::Forbidden,
+            ErrorCode::ReportNotFound,
+            ErrorCode::AlreadyDecided,
+            ErrorCode::FairPlayRestricted,
         ] {
             let json = serde_json::to_string(&code).expect("serialises");
             assert_eq!(json, format!("\"{}\"", code.as_str()));
