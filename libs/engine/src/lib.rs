@@ -34,7 +34,13 @@
 //! time.
 //! [`Request::limits`] replaces the level's budget (tests and the ladder use node budgets).
 //! A forced mate is always played, at every level.
+//!
+//! # Analysis
+//!
+//! [`analyse`] is the same search without a level: every legal move of the seat's view
+//! scored at a fixed node budget (fair-play screening compares played moves against it).
 
+mod analyse;
 mod eval;
 mod hidden;
 mod level;
@@ -48,6 +54,7 @@ use std::time::Instant;
 
 use frontier_rules::{ByColor, Color, Move, MoveKind, Position, Role, Square, UciMove, Variant};
 
+pub use analyse::{ANALYSIS_MARGIN, ANALYSIS_SAMPLES, Analysis, analyse};
 pub use level::{fair_share, time_allocation};
 
 use crate::eval::Evaluator;
