@@ -10,7 +10,7 @@ FORBIDDEN_PATHS='\b(frontier_proto|redis|async_nats|sqlx|tonic|prost|axum|hyper)
 status=0
 
 # Domain crates: their [dependencies] section.
-for manifest in libs/rules/Cargo.toml libs/chessclock/Cargo.toml libs/glicko2/Cargo.toml libs/engine/Cargo.toml libs/pairing/Cargo.toml; do
+for manifest in libs/rules/Cargo.toml libs/chessclock/Cargo.toml libs/glicko2/Cargo.toml libs/engine/Cargo.toml libs/pairing/Cargo.toml libs/fairplay/Cargo.toml; do
   deps=$(awk '/^\[dependencies\]/{on=1; next} /^\[/{on=0} on' "$manifest" | sed 's/[ .=].*//' | grep -v '^$' || true)
   if bad=$(grep -E "$FORBIDDEN_CRATES" <<<"$deps"); then
     echo "layering: $manifest depends on $bad (a domain crate has no I/O)" >&2
