@@ -147,6 +147,13 @@ pub fn metrics() -> PrometheusHandle {
                         ],
                     )
                 })
+                // A game's fair-play analysis lasts seconds to a minute.
+                .and_then(|b| {
+                    b.set_buckets_for_metric(
+                        Matcher::Prefix("frontier_fairplay_".to_owned()),
+                        &[0.1, 0.25, 0.5, 1.0, 2.0, 5.0, 10.0, 20.0, 30.0, 60.0, 120.0],
+                    )
+                })
                 .map(PrometheusBuilder::build_recorder)
                 .unwrap_or_else(|_| PrometheusBuilder::new().build_recorder());
             let handle = recorder.handle();
