@@ -25,7 +25,7 @@ context=${FRONTIER_IMAGE_CONTEXT:-.}
 DOCKER_BUILDKIT=1 "$DOCKER" build ${FRONTIER_IMAGE_BUILD_ARGS:-} -f "$context/deploy/docker/Dockerfile" -t "$IMAGE" "$context"
 run() { "$DOCKER" run --rm --read-only --cap-drop ALL --security-opt no-new-privileges "$@"; }
 run "$IMAGE" --help >/dev/null
-for service in gateway game-session clock rating bot-worker matchmaking; do
+for service in gateway game-session clock rating bot-worker matchmaking fairplay; do
   run "$IMAGE" "$service" --help >/dev/null
 done
 echo "image: $IMAGE: every service answers --help"

@@ -16,7 +16,7 @@ db="ft_${FRONTIER_TEST_RUN}_image"
 psql "$FRONTIER_TEST_POSTGRES_URL" -qc "create database \"$db\"" >/dev/null
 database_url="${FRONTIER_TEST_POSTGRES_URL%/*}/$db"
 
-gateway=$(free_port) game_session=$(free_port) rating=$(free_port) matchmaking=$(free_port)
+gateway=$(free_port) game_session=$(free_port) rating=$(free_port) matchmaking=$(free_port) fairplay=$(free_port)
 env=(
   -e "FRONTIER_NAMESPACE=t${FRONTIER_TEST_RUN}-image"
   -e "FRONTIER_REDIS_URL=$FRONTIER_TEST_REDIS_URL"
@@ -27,9 +27,11 @@ env=(
   -e "FRONTIER_GAME_SESSION_LISTEN=127.0.0.1:$game_session"
   -e "FRONTIER_RATING_LISTEN=127.0.0.1:$rating"
   -e "FRONTIER_MATCHMAKING_LISTEN=127.0.0.1:$matchmaking"
+  -e "FRONTIER_FAIRPLAY_LISTEN=127.0.0.1:$fairplay"
   -e "FRONTIER_GAME_SESSION_URLS=http://127.0.0.1:$game_session"
   -e "FRONTIER_RATING_URL=http://127.0.0.1:$rating"
   -e "FRONTIER_MATCHMAKING_URL=http://127.0.0.1:$matchmaking"
+  -e "FRONTIER_FAIRPLAY_URL=http://127.0.0.1:$fairplay"
 )
 containers=()
 cleanup() {
@@ -38,7 +40,7 @@ cleanup() {
 trap cleanup EXIT
 
 declare -A admin
-for service in rating game-session clock bot-worker matchmaking gateway; do
+for service in rating fairplay game-session clock bot-worker matchmaking gateway; do
   admin[$service]=$(free_port)
   name="frontier-image-$service-$$"
   "$DOCKER" run -d --rm --name "$name" --network host --read-only --cap-drop ALL \
@@ -48,7 +50,7 @@ for service in rating game-session clock bot-worker matchmaking gateway; do
 done
 
 failed=0
-for service in rating game-session clock bot-worker matchmaking gateway; do
+for service in rating fairplay game-session clock bot-worker matchmaking gateway; do
   name="frontier-image-$service-$$"
   ok=""
   deadline=$((SECONDS + 60))

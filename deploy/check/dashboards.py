@@ -33,9 +33,10 @@ def job(component: str) -> str:
     return f'namespace="$namespace", job="$release-{component}"'
 
 
-GW, GS, CLOCK, RATING, BOT, MM = (job(c) for c in ("gateway", "game-session", "clock", "rating", "bot-worker", "matchmaking"))
-ALL = 'namespace="$namespace", job=~"$release-(gateway|game-session|clock|rating|bot-worker|matchmaking)"'
-DEPLOY = 'namespace="$namespace", deployment=~"$release-(gateway|game-session|clock|rating|bot-worker|matchmaking)"'
+GW, GS, CLOCK, RATING, BOT, MM, FP = (job(c) for c in ("gateway", "game-session", "clock", "rating", "bot-worker", "matchmaking",
+                                                       "fairplay"))
+ALL = 'namespace="$namespace", job=~"$release-(gateway|game-session|clock|rating|bot-worker|matchmaking|fairplay)"'
+DEPLOY = 'namespace="$namespace", deployment=~"$release-(gateway|game-session|clock|rating|bot-worker|matchmaking|fairplay)"'
 
 
 def q(expr: str, legend: str = "") -> dict:
@@ -116,10 +117,16 @@ BOARDS: dict[str, tuple[str, list[dict]]] = {
         series("gRPC server errors/s by service and method", [
             q(f'sum by (job, method, code) (rate(frontier_grpc_server_requests_total{{{ALL}, code=~"2|4|12|13|14|15|transport"}}[{RATE}]))',
               "{{job}} {{method}} {{code}}")], "reqps"),
-        series("Queues: finished games waiting for rating, bot jobs waiting", [
+        series("Queues: finished games waiting for rating and fair play, bot jobs waiting", [
             q(f"max(frontier_rating_consumer_lag{{{RATING}}})", "rating consumer lag"),
+            q(f"max(frontier_fairplay_backlog{{{FP}}})", "fair-play backlog"),
             q(f"max(frontier_bot_jobs_backlog{{{BOT}}})", "bot-job backlog"),
         ]),
+        series("Fair play: games analysed, skipped, rejected (per minute); reports open", [
+            q(f"60 * sum by (outcome) (rate(frontier_fairplay_games_total{{{FP}}}[{RATE}]))", "{{outcome}}"),
+            q(f"max(frontier_fairplay_reports_open{{{FP}}})", "reports open"),
+        ], description="Finished rated games screened after the game, off the live path; reports open: the moderation "
+                       "queue's undecided reports."),
         series("Targets up by service", [q(f"sum by (job) (up{{{ALL}}})", "{{job}}")]),
     ]),
     "gateway": ("Frontier / Gateway", [
@@ -196,6 +203,30 @@ BOARDS: dict[str, tuple[str, list[dict]]] = {
             q(f"60 * sum by (reason) (rate(frontier_rating_rejected_total{{{RATING}}}[{RATE}]))", "rejected {{reason}}"),
         ]),
         *grpc_panels(RATING),
+    ]),
+    "fairplay": ("Frontier / Fair play", [
+        up_panel("fairplay"),
+        series("Backlog (finished games pending + unacknowledged on its consumer)", [
+            q(f"max(frontier_fairplay_backlog{{{FP}}})", "backlog")],
+            description="Read from NATS every 5 s by every instance (the same consumer): what KEDA scales on."),
+        series("Instances: current and maximum (HPA)", [
+            q(f'max(kube_horizontalpodautoscaler_status_current_replicas{{namespace="$namespace", horizontalpodautoscaler=~"(keda-hpa-)?$release-fairplay"}})', "current"),
+            q(f'max(kube_horizontalpodautoscaler_spec_max_replicas{{namespace="$namespace", horizontalpodautoscaler=~"(keda-hpa-)?$release-fairplay"}})', "max"),
+        ]),
+        series("Games by variant and outcome (per minute)", [
+            q(f"60 * sum by (variant, outcome) (rate(frontier_fairplay_games_total{{{FP}}}[{RATE}]))", "{{variant}} {{outcome}}")]),
+        series("Analysis time p50 / p99 by variant", quantiles("frontier_fairplay_analysis_seconds", FP, by="variant"), "s",
+               "One game's analysis (both players' moves at the node budget, fairplay.nodes)."),
+        series("Reports: made by variant (per hour), open", [
+            q(f"3600 * sum by (variant) (rate(frontier_fairplay_reports_total{{{FP}}}[{RATE}]))", "made {{variant}}"),
+            q(f"max(frontier_fairplay_reports_open{{{FP}}})", "open"),
+        ]),
+        series("Retries, set aside, rejected (per minute)", [
+            q(f"60 * sum(rate(frontier_fairplay_retries_total{{{FP}}}[{RATE}]))", "retries"),
+            q(f"60 * sum(rate(frontier_fairplay_set_aside_total{{{FP}}}[{RATE}]))", "set aside"),
+            q(f"60 * sum by (reason) (rate(frontier_fairplay_rejected_total{{{FP}}}[{RATE}]))", "rejected {{reason}}"),
+        ]),
+        *grpc_panels(FP),
     ]),
     "bot-worker": ("Frontier / Bot workers", [
         up_panel("bot-worker"),

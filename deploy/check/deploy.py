@@ -49,6 +49,8 @@ VALUES = ROOT / "deploy" / "values"
 BAD_VALUES = ROOT / "deploy" / "check" / "bad-values"
 K8S = ROOT / "k8s"
 NAMES_RS = ROOT / "libs" / "platform" / "src" / "names.rs"
+RATING_RS = ROOT / "services" / "rating" / "src" / "lib.rs"
+FAIRPLAY_SRC = ROOT / "services" / "fairplay" / "src"
 ALERT_TESTS = ROOT / "deploy" / "check" / "alerts-test.yaml"
 RUNBOOK = ROOT / "docs" / "runbook.md"
 
@@ -56,7 +58,7 @@ RELEASE = "frontier"
 K8S_NAMESPACE = "frontier"
 # The chart's kubeVersion floor, and the newest schemas kubernetes-validate ships.
 KUBE_VERSIONS = ["1.30.0"]
-SERVICES = ["gateway", "game-session", "clock", "rating", "bot-worker", "matchmaking"]
+SERVICES = ["gateway", "game-session", "clock", "rating", "bot-worker", "matchmaking", "fairplay"]
 # The Secret's keys each service is given, as the variables its `frontier <service> --help`
 # reads (services/*/src/config.rs, libs/platform/src/config.rs): exactly these, no more.
 SERVICE_SECRETS = {
@@ -66,13 +68,17 @@ SERVICE_SECRETS = {
     "rating": {"FRONTIER_DATABASE_URL", "FRONTIER_NATS_URL"},
     "bot-worker": {"FRONTIER_NATS_URL"},
     "matchmaking": {"FRONTIER_REDIS_URL", "FRONTIER_NATS_URL"},
+    "fairplay": {"FRONTIER_DATABASE_URL", "FRONTIER_NATS_URL"},
 }
+# The services given the database URL (they own migrations: deploy/README.md).
+DATABASE_USERS = ("gateway", "rating", "fairplay")
 # The gRPC services other services call, by the ConfigMap variable that gives their URL
 # and the one that gives their listen address.
 GRPC_URLS = {
     "game-session": ("FRONTIER_GAME_SESSION_URLS", "FRONTIER_GAME_SESSION_LISTEN"),
     "rating": ("FRONTIER_RATING_URL", "FRONTIER_RATING_LISTEN"),
     "matchmaking": ("FRONTIER_MATCHMAKING_URL", "FRONTIER_MATCHMAKING_LISTEN"),
+    "fairplay": ("FRONTIER_FAIRPLAY_URL", "FRONTIER_FAIRPLAY_LISTEN"),
 }
 DATA_SERVICES = ["redis", "nats", "postgres"]
 
@@ -218,6 +224,32 @@ def platform_names() -> tuple[str, str]:
     if not consumer or not stream:
         sys.exit("deploy-check: cannot find BOT_WORKERS_CONSUMER or bot_jobs_stream in names.rs")
     return consumer.group(1), stream.group(1)
+
+
+def finished_games_suffix() -> str:
+    """From names.rs: the suffix of Namespace::finished_games_stream (`_GAMES`)."""
+    m = re.search(r'fn finished_games_stream\(&self\) -> String \{\s*format!\(\s*"\{\}(_[A-Z_]+)"', NAMES_RS.read_text())
+    if not m:
+        sys.exit("deploy-check: cannot find finished_games_stream in names.rs")
+    return m.group(1)
+
+
+def rating_consumer() -> str:
+    """rating's durable consumer on the finished-games stream (its --consumer default)."""
+    m = re.search(r'env = "FRONTIER_RATING_CONSUMER", default_value = "([^"]+)"', RATING_RS.read_text())
+    if not m:
+        sys.exit("deploy-check: cannot find FRONTIER_RATING_CONSUMER's default in services/rating/src/lib.rs")
+    return m.group(1)
+
+
+def fairplay_consumer_default() -> str | None:
+    """fairplay's --consumer default (FRONTIER_FAIRPLAY_CONSUMER) in its sources, or None
+    while services/fairplay does not exist (the chart's default is then taken on trust)."""
+    for path in sorted(FAIRPLAY_SRC.rglob("*.rs")) if FAIRPLAY_SRC.exists() else []:
+        m = re.search(r'env = "FRONTIER_FAIRPLAY_CONSUMER",\s*default_value = "([^"]+)"', path.read_text())
+        if m:
+            return m.group(1)
+    return None
 
 
 def stream_for(namespace: str, suffix: str) -> str:
@@ -380,8 +412,8 @@ def assert_invariants(c: Checks, label: str, values: dict, objects: list[dict]) 
                     f"{name}: the JWT secret goes to the gateway alone")
             c.check(("FRONTIER_JWT_KEYS" in env) == (component(obj) == "gateway"),
                     f"{name}: the JWT keys go to the gateway alone")
-            c.check(("FRONTIER_DATABASE_URL" in env) == (component(obj) in ("gateway", "rating")),
-                    f"{name}: the database URL goes to the gateway and rating alone")
+            c.check(("FRONTIER_DATABASE_URL" in env) == (component(obj) in DATABASE_USERS),
+                    f"{name}: the database URL goes to {', '.join(DATABASE_USERS)} alone")
             from_secret = {e["name"] for e in ctr.get("env", []) if "secretKeyRef" in e.get("valueFrom", {})}
             want = SERVICE_SECRETS[component(obj)]
             c.check(from_secret == want, f"{name}: given the secrets {sorted(from_secret)}, "
@@ -391,6 +423,7 @@ def assert_invariants(c: Checks, label: str, values: dict, objects: list[dict]) 
     expected = ["gateway", "game-session", "clock", "rating"]
     expected += ["bot-worker"] if merged["botWorker"]["enabled"] else []
     expected += ["matchmaking"] if merged["matchmaking"]["enabled"] else []
+    expected += ["fairplay"] if merged["fairplay"]["enabled"] else []
     deployments = sorted(component(o) for o in objects if o["kind"] == "Deployment")
     c.check(deployments == sorted(expected), f"{label}: Deployments {deployments} are {sorted(expected)}")
     pdbs = {component(o) for o in objects if o["kind"] == "PodDisruptionBudget"}
@@ -424,12 +457,17 @@ def assert_invariants(c: Checks, label: str, values: dict, objects: list[dict]) 
             c.check(dep is not None and "replicas" not in dep["spec"], f"{label}: {comp}'s replica count is left to its HPA")
 
     # Bot-workers: a KEDA ScaledObject on the real stream and consumer, or an HPA without KEDA.
+    scaled_objects = {o["spec"]["scaleTargetRef"]["name"]: o for o in objects if o["kind"] == "ScaledObject"}
+    want_scaled = sorted(f"{RELEASE}-{comp}" for comp in ("bot-worker", "fairplay") if comp in expected) \
+        if merged["keda"]["enabled"] else []
+    c.check(sorted(scaled_objects) == want_scaled and all(o["metadata"]["name"] == n for n, o in scaled_objects.items()),
+            f"{label}: ScaledObjects for {want_scaled} (rendered: {sorted(scaled_objects)})")
     if merged["botWorker"]["enabled"]:
-        scaled = [o for o in objects if o["kind"] == "ScaledObject"]
+        scaled = [scaled_objects[n] for n in scaled_objects if n == f"{RELEASE}-bot-worker"]
         if merged["keda"]["enabled"]:
             consumer, suffix = platform_names()
             stream = stream_for(config["FRONTIER_NAMESPACE"], suffix)
-            ok = c.check(len(scaled) == 1, f"{label}: one ScaledObject")
+            ok = c.check(len(scaled) == 1, f"{label}: one ScaledObject for bot-worker")
             if ok:
                 so = scaled[0]["spec"]
                 trig = so["triggers"]
@@ -451,6 +489,49 @@ def assert_invariants(c: Checks, label: str, values: dict, objects: list[dict]) 
                 c.check(f"{RELEASE}-bot-worker" not in hpas, f"{label}: no second autoscaler on bot-worker")
         else:
             c.check(not scaled and f"{RELEASE}-bot-worker" in hpas, f"{label}: without KEDA an HPA scales bot-worker")
+
+    # Fair play: a KEDA ScaledObject on its consumer of the finished-games stream — the very
+    # consumer its pods are given, not rating's — or an HPA on CPU without KEDA.
+    if "fairplay" in expected:
+        fp = merged["fairplay"]
+        dep = by_key[("Deployment", f"{RELEASE}-fairplay")]
+        ctr = dep["spec"]["template"]["spec"]["containers"][0]
+        env = {e["name"]: e.get("value") for e in ctr.get("env", []) if "value" in e}
+        c.check(env.get("FRONTIER_FAIRPLAY_CONSUMER") == fp["consumer"] and env.get("FRONTIER_FAIRPLAY_NODES") == str(fp["nodes"])
+                and env.get("FRONTIER_FAIRPLAY_CONCURRENCY") == (str(fp["concurrency"]) if fp["concurrency"] else None),
+                f"{label}: fairplay is given its consumer, node budget and concurrency from values ({env})")
+        c.check(fp["consumer"] != rating_consumer(), f"{label}: fairplay's consumer {fp['consumer']!r} is not rating's")
+        default = fairplay_consumer_default()
+        if default is not None and not values.get("fairplay", {}).get("consumer"):
+            c.check(fp["consumer"] == default, f"{label}: fairplay.consumer's default {fp['consumer']!r} is the service's "
+                    f"own default {default!r} (services/fairplay)")
+        c.check("replicas" not in dep["spec"], f"{label}: fairplay's replica count is left to its autoscaler")
+        if merged["keda"]["enabled"]:
+            so = scaled_objects.get(f"{RELEASE}-fairplay")
+            if c.check(so is not None, f"{label}: a ScaledObject for fairplay"):
+                spec = so["spec"]
+                trig = spec["triggers"]
+                c.check(len(trig) == 1 and trig[0]["type"] == "nats-jetstream", f"{label}: fairplay: a nats-jetstream trigger")
+                meta = trig[0]["metadata"]
+                stream = stream_for(config["FRONTIER_NAMESPACE"], finished_games_suffix())
+                c.check(meta["stream"] == stream, f"{label}: fairplay's ScaledObject stream {meta['stream']!r} is {stream!r} "
+                        f"(FRONTIER_NAMESPACE {config['FRONTIER_NAMESPACE']!r}, names.rs finished_games_stream)")
+                c.check(meta["consumer"] == env.get("FRONTIER_FAIRPLAY_CONSUMER") and meta["consumer"] != rating_consumer(),
+                        f"{label}: fairplay's ScaledObject consumer {meta['consumer']!r} is the one its pods use "
+                        f"({env.get('FRONTIER_FAIRPLAY_CONSUMER')!r}), not rating's")
+                c.check(re.fullmatch(r"[^/:\s]+:\d+", meta["natsServerMonitoringEndpoint"]) is not None
+                        and meta["account"] == merged["nats"]["account"],
+                        f"{label}: fairplay: the NATS monitoring endpoint is host:port, the account nats.account")
+                s = fp["scaling"]
+                c.check(spec["minReplicaCount"] >= 1, f"{label}: fairplay keeps a pod for its read API (minReplicaCount ≥ 1)")
+                c.check((spec["minReplicaCount"], spec["maxReplicaCount"], meta["lagThreshold"], meta["activationLagThreshold"])
+                        == (s["minReplicas"], s["maxReplicas"], str(s["lagThreshold"]), str(s["activationLagThreshold"])),
+                        f"{label}: fairplay's replicas and thresholds from values")
+                c.check(f"{RELEASE}-fairplay" not in hpas, f"{label}: no second autoscaler on fairplay")
+        else:
+            hpa = hpas.get(f"{RELEASE}-fairplay")
+            c.check(hpa is not None and hpa["spec"]["metrics"][0]["resource"]["name"] == "cpu" and hpa["spec"]["minReplicas"] >= 1,
+                    f"{label}: without KEDA a CPU HPA scales fairplay")
 
     # The gateway's Ingress, when asked for: every path to the gateway Service's HTTP port,
     # with ingress-nginx's timeouts long enough for WebSockets unless the values say otherwise.
@@ -546,13 +627,16 @@ def assert_invariants(c: Checks, label: str, values: dict, objects: list[dict]) 
                 and "ingress" not in deny["spec"], f"{label}: a default-deny ingress policy over the release")
         bot = ["bot-worker"] if merged["botWorker"]["enabled"] else []
         mm = ["matchmaking"] if merged["matchmaking"]["enabled"] else []
+        fp = ["fairplay"] if merged["fairplay"]["enabled"] else []
         callers = {"game-session": ["gateway", "clock"] + bot + mm, "rating": ["gateway"] + mm}
         if mm:
             callers["matchmaking"] = ["gateway"]
+        if fp:
+            callers["fairplay"] = ["gateway"]
         if merged["dev"]["enabled"]:
             callers |= {"redis": ["gateway", "game-session", "clock"] + mm,
-                        "nats": ["gateway", "game-session", "rating"] + bot + mm,
-                        "postgres": ["gateway", "rating"] + (["backup"] if merged["backup"]["enabled"] else [])}
+                        "nats": ["gateway", "game-session", "rating"] + bot + mm + fp,
+                        "postgres": ["gateway", "rating"] + fp + (["backup"] if merged["backup"]["enabled"] else [])}
         for target, who in callers.items():
             p = policies.get(f"{RELEASE}-{target}")
             if not c.check(p is not None, f"{label}: a NetworkPolicy for {target}"):
@@ -602,7 +686,7 @@ def check_values_docs(c: Checks) -> None:
     c.check(values_table.missing_from_values(text, extra) == ["platform.shiny"],
             "the completeness check catches a schema field values.yaml leaves out")
     for where in (("gateway", "autoscaling"), ("gameSession", "autoscaling"), ("matchmaking", "autoscaling"),
-                  ("botWorker", "scaling")):
+                  ("botWorker", "scaling"), ("fairplay", "scaling")):
         node = values_table.schema_node(schema, where + ("maxReplicas",)) or {}
         c.check("refuses" in node.get("description", ""),
                 f"values.schema.json says the render refuses {'.'.join(where)}.maxReplicas below minReplicas")
@@ -713,8 +797,26 @@ def check_the_checks(c: Checks) -> None:
     def trigger(objects):
         return first(objects, "ScaledObject", f"{RELEASE}-bot-worker")["spec"]["triggers"][0]["metadata"]
 
+    def fp_trigger(objects):
+        return first(objects, "ScaledObject", f"{RELEASE}-fairplay")["spec"]["triggers"][0]["metadata"]
+
     breaks = {
         "a consumer name KEDA would not find": lambda o: trigger(o).update(consumer="bot-worker"),
+        "fair play scaled on rating's consumer": lambda o: fp_trigger(o).update(consumer="rating"),
+        "fair play scaled on a consumer its pods do not use": lambda o: fp_trigger(o).update(consumer="fair-play"),
+        "fair play scaled on the bot-job stream": lambda o: fp_trigger(o).update(stream="FRONTIER_BOT_JOBS"),
+        "fair play without its ScaledObject": lambda o: o.remove(first(o, "ScaledObject", f"{RELEASE}-fairplay")),
+        "fair play allowed to scale to zero": lambda o: first(o, "ScaledObject", f"{RELEASE}-fairplay")["spec"]
+            .update(minReplicaCount=0),
+        "fair play open to game-session": lambda o: first(o, "NetworkPolicy", f"{RELEASE}-fairplay")["spec"]["ingress"][0]
+            ["from"][0]["podSelector"]["matchExpressions"][0]["values"].append("game-session"),
+        "fair play without its database URL": lambda o: first(o, "Deployment", f"{RELEASE}-fairplay")["spec"]["template"]
+            ["spec"]["containers"][0]["env"].pop(0),
+        "the gateway given a wrong fair-play URL": lambda o: first(o, "ConfigMap", RELEASE)["data"]
+            .update(FRONTIER_FAIRPLAY_URL=f"http://{RELEASE}-fairplay:9100"),
+        "fair play given another node budget than values": lambda o: next(
+            e for e in first(o, "Deployment", f"{RELEASE}-fairplay")["spec"]["template"]["spec"]["containers"][0]["env"]
+            if e["name"] == "FRONTIER_FAIRPLAY_NODES").update(value="1"),
         "the stream of another namespace": lambda o: trigger(o).update(stream="OTHER_BOT_JOBS"),
         "a container without limits": lambda o: gateway(o)["containers"][0]["resources"].pop("limits"),
         "a container as root": lambda o: gateway(o)["securityContext"].update(runAsUser=0),
@@ -759,7 +861,7 @@ def check_the_checks(c: Checks) -> None:
 
 # The values key of each service (its image.tag overrides the global one).
 SERVICE_KEYS = {"gateway": "gateway", "game-session": "gameSession", "clock": "clock", "rating": "rating",
-                "bot-worker": "botWorker", "matchmaking": "matchmaking"}
+                "bot-worker": "botWorker", "matchmaking": "matchmaking", "fairplay": "fairplay"}
 
 
 def frontier_images(objects: list[dict]) -> dict[str, str]:
@@ -782,14 +884,14 @@ def check_image_tags(c: Checks) -> None:
         app_version = chart.metadata["appVersion"]
     base = load_values("production.yaml")
     repo = base["image"]["repository"]
-    every = {"matchmaking": {"enabled": True}, "botWorker": {"enabled": True}}
-    plain = frontier_images(render(deep_merge(copy.deepcopy(base), every)))
+    every = {"matchmaking": {"enabled": True}, "botWorker": {"enabled": True}, "fairplay": {"enabled": True}}
+    plain = frontier_images(render(deep_merge(copy.deepcopy(base), copy.deepcopy(every))))
     c.check(set(plain) >= set(SERVICES) and set(plain.values()) == {f"{repo}:{base['image']['tag']}"},
             f"without overrides every service runs the global image ({plain})")
     defaults = frontier_images(render({}))
     c.check(set(defaults.values()) == {f"frontier:{app_version}"}, f"an empty image.tag is the appVersion ({defaults})")
     for comp, vkey in SERVICE_KEYS.items():
-        values = deep_merge(copy.deepcopy(base), every)
+        values = deep_merge(copy.deepcopy(base), copy.deepcopy(every))
         deep_merge(values, {vkey: {"image": {"tag": f"9.9.9-{comp}"}}})
         images = frontier_images(render(values))
         want = {k: (f"{repo}:9.9.9-{comp}" if comp in (k, "gateway" if k == "test" else None) else plain[k]) for k in plain}
@@ -802,6 +904,7 @@ def check_bad_values(c: Checks) -> None:
     # The bound the render enforces (frontier.validate) refuses only what is below it.
     equal = {k: {"autoscaling": {"minReplicas": 3, "maxReplicas": 3}} for k in ("gateway", "gameSession", "matchmaking")}
     equal["botWorker"] = {"scaling": {"minReplicas": 2, "maxReplicas": 2}}
+    equal["fairplay"] = {"scaling": {"minReplicas": 2, "maxReplicas": 2}}
     try:
         render(equal)
         c.check(True, "maxReplicas equal to minReplicas is accepted")
@@ -974,8 +1077,9 @@ def check_monitoring(c: Checks) -> None:
     binary = promtool(c)
     if binary:
         variants = [("default values", on),
-                    ("without bot-workers and matchmaking", {**on, "botWorker": {"enabled": False},
-                                                             "matchmaking": {"enabled": False}})]
+                    ("without bot-workers, matchmaking and fair play", {**on, "botWorker": {"enabled": False},
+                                                                        "matchmaking": {"enabled": False},
+                                                                        "fairplay": {"enabled": False}})]
         with tempfile.TemporaryDirectory() as tmp:
             for label, values in variants:
                 rules = Path(tmp) / "rules.yaml"
@@ -1035,6 +1139,9 @@ def check() -> int:
             "matchmaking": {"enabled": False}, "keda": {"enabled": False}})),
         ("production.yaml, platform namespace chess-eu-1", load_values("production.yaml", extra={
             "platform": {"namespace": "chess-eu-1"}})),
+        ("production.yaml without fair play", load_values("production.yaml", extra={"fairplay": {"enabled": False}})),
+        ("production.yaml, fair play on consumer fairplay-eu, 4 at once", load_values("production.yaml", extra={
+            "fairplay": {"consumer": "fairplay-eu", "concurrency": 4}})),
         ("dev mode", load_values("k8s-common.yaml", "k8s-dev.yaml")),
         ("dev mode with backups", load_values("k8s-common.yaml", "k8s-dev.yaml", extra={
             "backup": {"enabled": True, "existingClaim": "frontier-backups"}})),

@@ -70,6 +70,15 @@ then `_BOT_JOBS`. The services get the same namespace (FRONTIER_NAMESPACE).
 {{- printf "%s_BOT_JOBS" (.Values.platform.namespace | upper | replace "-" "_") -}}
 {{- end -}}
 
+{{/*
+The finished-games stream fair play consumes, derived like
+libs/platform/src/names.rs's Namespace::finished_games_stream: upper case, `-` → `_`, then
+`_GAMES`.
+*/}}
+{{- define "frontier.finishedGamesStream" -}}
+{{- printf "%s_GAMES" (.Values.platform.namespace | upper | replace "-" "_") -}}
+{{- end -}}
+
 {{/* The durable consumer every bot-worker shares (names.rs: BOT_WORKERS_CONSUMER). */}}
 {{- define "frontier.botWorkersConsumer" -}}
 bot-workers
@@ -162,6 +171,10 @@ later cannot meet a contradiction; deploy/check/bad-values/ has a case for each 
 {{- if lt (int $a.maxReplicas) (int $a.minReplicas) -}}
 {{- fail (printf "%s.autoscaling.maxReplicas (%d) is below %s.autoscaling.minReplicas (%d): it must be at least as many" $key (int $a.maxReplicas) $key (int $a.minReplicas)) -}}
 {{- end -}}
+{{- end -}}
+{{- $f := .Values.fairplay.scaling -}}
+{{- if lt (int $f.maxReplicas) (int $f.minReplicas) -}}
+{{- fail (printf "fairplay.scaling.maxReplicas (%d) is below fairplay.scaling.minReplicas (%d): it must be at least as many (KEDA's maxReplicaCount and minReplicaCount, or the fallback HPA's)" (int $f.maxReplicas) (int $f.minReplicas)) -}}
 {{- end -}}
 {{- $s := .Values.botWorker.scaling -}}
 {{- if lt (int $s.maxReplicas) (int $s.minReplicas) -}}
