@@ -162,11 +162,32 @@ pub struct ConsumerStats {
     pub set_aside: AtomicU64,
     /// Reports opened.
     pub reports: AtomicU64,
+    /// Messages settled (acknowledged, terminated, set aside or put back for a retry).
+    pub settled: AtomicU64,
+    settled_changed: tokio::sync::Notify,
 }
 
 impl ConsumerStats {
     fn bump(counter: &AtomicU64, n: u64) {
         counter.fetch_add(n, Ordering::Relaxed);
+    }
+
+    fn settle(&self) {
+        self.settled.fetch_add(1, Ordering::Relaxed);
+        self.settled_changed.notify_waiters();
+    }
+
+    /// Waits until at least `n` messages were settled since the consumer started.
+    pub async fn wait_settled(&self, n: u64) {
+        loop {
+            let changed = self.settled_changed.notified();
+            tokio::pin!(changed);
+            changed.as_mut().enable();
+            if self.settled.load(Ordering::Relaxed) >= n {
+                return;
+            }
+            changed.await;
+        }
     }
 
     /// A snapshot: (analysed, skipped, rejected, retries, set aside, reports).
@@ -622,6 +643,7 @@ pub async fn consume_local<S: FairPlayStore>(
                 Handled::Transient(e) => {
                     tracing::error!(error = %e, "setting aside a finished game after repeated failures");
                     ConsumerStats::bump(&stats.set_aside, 1);
+                    stats.settle();
                     break;
                 }
             }

@@ -42,6 +42,8 @@ enum Service {
     Matchmaking(frontier_matchmaking::Config),
     /// Records finished games and rates them; serves the dashboard reads (gRPC).
     Rating(frontier_rating::Config),
+    /// Screens finished rated games for engine use; the moderation queue (gRPC).
+    Fairplay(frontier_fairplay_service::Config),
     /// Everything in one process, nothing to install: one address to open, accounts,
     /// results and ratings kept in an embedded SQLite file (`--data`) or in memory.
     Dev(frontier::dev::DevConfig),
@@ -60,6 +62,7 @@ impl Service {
             Service::Clock(_) => "clock",
             Service::Matchmaking(_) => "matchmaking",
             Service::Rating(_) => "rating",
+            Service::Fairplay(_) => "fairplay",
             Service::Dev(_) => "dev",
             Service::BotWorker(_) => "bot-worker",
             Service::Smoke(_) => "smoke",
@@ -73,6 +76,7 @@ impl Service {
             Service::Clock(c) => frontier_clock::run(c, shutdown).await,
             Service::Matchmaking(c) => frontier_matchmaking::run(c, shutdown).await,
             Service::Rating(c) => frontier_rating::run(c, shutdown).await,
+            Service::Fairplay(c) => frontier_fairplay_service::run(c, shutdown).await,
             Service::Dev(c) => frontier::dev::run(c, shutdown).await,
             Service::BotWorker(c) => frontier_bot_worker::run(c, shutdown).await,
             Service::Smoke(args) => frontier::smoke::run(args).await,
