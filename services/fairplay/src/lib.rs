@@ -416,7 +416,6 @@ async fn handle<S: FairPlayStore>(
     stats: Arc<ConsumerStats>,
     message: jetstream::Message,
 ) {
-    let (sequence, delivered) = delivery(&message);
     let every = (settings.ack_wait / 3).max(Duration::from_millis(100));
     let handled = process(
         &store,
@@ -429,6 +428,19 @@ async fn handle<S: FairPlayStore>(
         },
     )
     .await;
+    answer(&message, handled, &settings, &stats).await;
+    stats.settle();
+}
+
+/// Tells JetStream how a delivered game ended: ack, term, or nak with a delay (set aside
+/// after the last delivery).
+async fn answer(
+    message: &jetstream::Message,
+    handled: Handled,
+    settings: &ConsumerSettings,
+    stats: &ConsumerStats,
+) {
+    let (sequence, delivered) = delivery(message);
     match handled {
         Handled::Done => {
             if let Err(e) = message.double_ack().await {
@@ -491,13 +503,13 @@ pub async fn consumer(
 pub async fn consume<S: FairPlayStore>(
     store: S,
     client: async_nats::Client,
-    ns: &Namespace,
+    ns: Namespace,
     settings: ConsumerSettings,
     analyser: Analyser,
     stats: Arc<ConsumerStats>,
     shutdown: Shutdown,
 ) -> anyhow::Result<()> {
-    let consumer = consumer(&client, ns, &settings).await?;
+    let consumer = consumer(&client, &ns, &settings).await?;
     let settings = Arc::new(settings);
     let slots = Arc::new(tokio::sync::Semaphore::new(settings.concurrency.max(1)));
     tokio::spawn(watch_gauges(
@@ -629,7 +641,10 @@ pub async fn consume_local<S: FairPlayStore>(
             )
             .await;
             match handled {
-                Handled::Done | Handled::Rejected => break,
+                Handled::Done | Handled::Rejected => {
+                    stats.settle();
+                    break;
+                }
                 Handled::Transient(e) if attempt < settings.max_deliver => {
                     let delay = settings.retry_delay(attempt);
                     tracing::warn!(attempt, ?delay, error = %e, "screening a finished game failed; retrying");
@@ -813,7 +828,7 @@ impl<S: FairPlayStore> Service<S> {
         let consumer = consume(
             self.store,
             self.nats,
-            &self.ns,
+            self.ns,
             self.settings,
             self.analyser,
             self.stats,
