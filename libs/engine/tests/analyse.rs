@@ -14,13 +14,26 @@ fn every_legal_move_is_scored_best_first_and_reproducibly() {
         };
         let a = analyse(&view, 2_000, 1).expect("analysed");
         assert_eq!(a.moves.len(), pos.legal_move_list().len(), "{variant}");
-        assert!(a.moves.windows(2).all(|w| w[0].1 >= w[1].1), "{variant}: best first");
-        assert!(a.nodes > 0 && a.nodes <= 2_000 + 64, "{variant}: {} nodes", a.nodes);
+        assert!(
+            a.moves.windows(2).all(|w| w[0].1 >= w[1].1),
+            "{variant}: best first"
+        );
+        assert!(
+            a.nodes > 0 && a.nodes <= 2_000 + 64,
+            "{variant}: {} nodes",
+            a.nodes
+        );
         assert_eq!(a, analyse(&view, 2_000, 1).expect("analysed"), "{variant}");
         let (_, best) = a.best().expect("a best move");
         // Moves within the margin of the best are exact; the rest are bounds below it.
         assert!(a.moves.iter().all(|(_, s)| *s <= best), "{variant}");
-        assert!(a.moves.iter().filter(|(_, s)| *s > best - ANALYSIS_MARGIN).count() >= 1);
+        assert!(
+            a.moves
+                .iter()
+                .filter(|(_, s)| *s > best - ANALYSIS_MARGIN)
+                .count()
+                >= 1
+        );
     }
 }
 

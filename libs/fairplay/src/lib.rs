@@ -42,8 +42,8 @@ mod score;
 use frontier_rules::Variant;
 
 pub use game::{
-    COMPLEX_ALTERNATIVES, COMPLEX_MARGIN_CP, COMPLEX_MIN_LEGAL, FAST_SHARE, LOSS_CAP_CP,
-    MIN_TIMED, SLOW_ONLY_MOVE_MIN_MS, TIME_TROUBLE_MS, analyse_game,
+    COMPLEX_ALTERNATIVES, COMPLEX_MARGIN_CP, COMPLEX_MIN_LEGAL, FAST_SHARE, LOSS_CAP_CP, MIN_TIMED,
+    SLOW_ONLY_MOVE_MIN_MS, TIME_TROUBLE_MS, analyse_game,
 };
 pub use replay::Replay;
 pub use score::{MIN_COMPLEX, MIN_ONLY_MOVES, Thresholds, aggregate};

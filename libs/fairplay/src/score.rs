@@ -307,7 +307,11 @@ fn score_of(parts: &[Part]) -> f64 {
 /// thresholds and their reference rating.
 pub(crate) fn game_score(stats: &GameStats) -> f64 {
     let t = Thresholds::default();
-    score_of(&parts(&pool(std::iter::once(stats)), &t, t.reference_rating))
+    score_of(&parts(
+        &pool(std::iter::once(stats)),
+        &t,
+        t.reference_rating,
+    ))
 }
 
 /// A player's verdict over their last games in one variant (the caller passes the newest

@@ -42,9 +42,20 @@ fn the_same_stats_score_lower_or_equal_for_a_higher_rating() {
         }
     }
     // Not vacuous: for borderline play the rating decides.
-    let low = aggregate(&games(stats(BORDERLINE.0, BORDERLINE.1, BORDERLINE.2), 1200.0, 10), &t);
-    let high = aggregate(&games(stats(BORDERLINE.0, BORDERLINE.1, BORDERLINE.2), 2400.0, 10), &t);
-    assert!(low.score > high.score + 10.0, "{} vs {}", low.score, high.score);
+    let low = aggregate(
+        &games(stats(BORDERLINE.0, BORDERLINE.1, BORDERLINE.2), 1200.0, 10),
+        &t,
+    );
+    let high = aggregate(
+        &games(stats(BORDERLINE.0, BORDERLINE.1, BORDERLINE.2), 2400.0, 10),
+        &t,
+    );
+    assert!(
+        low.score > high.score + 10.0,
+        "{} vs {}",
+        low.score,
+        high.score
+    );
 }
 
 #[test]
@@ -67,7 +78,11 @@ fn the_engine_thresholds_rise_with_the_rating() {
 #[test]
 fn engine_like_play_is_reported_with_its_reasons_heaviest_first() {
     let v = aggregate(
-        &games(stats(ENGINE_LIKE.0, ENGINE_LIKE.1, ENGINE_LIKE.2), 1800.0, 10),
+        &games(
+            stats(ENGINE_LIKE.0, ENGINE_LIKE.1, ENGINE_LIKE.2),
+            1800.0,
+            10,
+        ),
         &Thresholds::default(),
     );
     assert!(v.report);
@@ -83,7 +98,10 @@ fn engine_like_play_is_reported_with_its_reasons_heaviest_first() {
 
 #[test]
 fn club_play_is_not_reported_and_gives_no_engine_reason() {
-    let v = aggregate(&games(stats(CLUB.0, CLUB.1, CLUB.2), 1500.0, 10), &Thresholds::default());
+    let v = aggregate(
+        &games(stats(CLUB.0, CLUB.1, CLUB.2), 1500.0, 10),
+        &Thresholds::default(),
+    );
     assert!(!v.report);
     assert!(v.reasons.iter().all(|r| r.code != "engine_agreement"));
 }
@@ -94,7 +112,10 @@ fn too_few_games_or_moves_never_report() {
     let s = stats(ENGINE_LIKE.0, ENGINE_LIKE.1, ENGINE_LIKE.2);
     let few_games = aggregate(&games(s, 1500.0, t.min_games as usize - 1), &t);
     assert!(!few_games.report);
-    assert!(few_games.score >= t.report_score, "the score is there, the evidence is not");
+    assert!(
+        few_games.score >= t.report_score,
+        "the score is there, the evidence is not"
+    );
     let thin = GameStats { counted: 3, ..s };
     assert!(!aggregate(&games(thin, 1500.0, 10), &t).report);
     let none = aggregate(&[], &t);

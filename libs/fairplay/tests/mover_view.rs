@@ -55,8 +55,8 @@ fn white_side(input: &GameInput) -> SideAnalysis {
 
 /// The record's game replayed by the rules under its own layout (the test's referee).
 fn replayed(input: &GameInput) -> Game {
-    let layout = Layout::from_canonical(input.initial_layout.as_deref().expect("hidden"))
-        .expect("a layout");
+    let layout =
+        Layout::from_canonical(input.initial_layout.as_deref().expect("hidden")).expect("a layout");
     let mut game = Game::new_hidden(Shuffle::new(layout, [0; 32]));
     for m in &input.moves {
         game.play_uci(&m.uci).expect("legal");
@@ -106,14 +106,18 @@ fn identities_the_mover_could_not_know_leave_its_analysis_unchanged() {
         // White's pieces Black captured while still hidden: Black learnt what they were,
         // White never did (the record's captures by the other side do not count). Swapping
         // one with an unseen White piece of another identity leaves White's analysis alone.
-        let lost = game.view(Audience::Player(Color::Black)).captured_identities;
+        let lost = game
+            .view(Audience::Player(Color::Black))
+            .captured_identities;
         let white_hidden: Vec<Square> = (end.hidden() & end.board().by_color(Color::White))
             .into_iter()
             .collect();
         let lost_swap = lost.iter().find_map(|c| {
             white_hidden
                 .iter()
-                .find(|&&h| role_at(LAYOUT, Color::White, h) != role_at(LAYOUT, Color::White, c.square))
+                .find(|&&h| {
+                    role_at(LAYOUT, Color::White, h) != role_at(LAYOUT, Color::White, c.square)
+                })
                 .map(|&h| (c.square, h))
         });
         if let Some((lost_sq, kept_sq)) = lost_swap {
@@ -129,11 +133,15 @@ fn identities_the_mover_could_not_know_leave_its_analysis_unchanged() {
 
         // Black's pieces White captured while still hidden: White learnt their identities.
         // Swapping one with an unseen piece of another identity changes what White knew.
-        let captured = game.view(Audience::Player(Color::White)).captured_identities;
+        let captured = game
+            .view(Audience::Player(Color::White))
+            .captured_identities;
         let visible = captured.iter().find_map(|c| {
             still_hidden
                 .iter()
-                .find(|&&h| role_at(LAYOUT, Color::Black, h) != role_at(LAYOUT, Color::Black, c.square))
+                .find(|&&h| {
+                    role_at(LAYOUT, Color::Black, h) != role_at(LAYOUT, Color::Black, c.square)
+                })
                 .map(|&h| (c.square, h, c.ply))
         });
         if let Some((taken, unseen_sq, ply)) = visible {
@@ -142,7 +150,11 @@ fn identities_the_mover_could_not_know_leave_its_analysis_unchanged() {
             let after = white_side(&with_layout(&input, &learnt));
             // Up to the capture White's view was the same …
             let before_capture = |side: &SideAnalysis| -> Vec<_> {
-                side.moves.iter().filter(|m| m.ply <= ply).cloned().collect()
+                side.moves
+                    .iter()
+                    .filter(|m| m.ply <= ply)
+                    .cloned()
+                    .collect()
             };
             assert_eq!(before_capture(&original), before_capture(&after));
             // … after it, White knew another identity: the analysis is allowed to differ,

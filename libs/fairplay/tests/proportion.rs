@@ -31,7 +31,11 @@ fn the_score_rises_with_the_share_of_engine_moves() {
             share,
         };
         let easy = Player::Honest(Level::Easy, NODES);
-        let color = if i % 2 == 0 { Color::White } else { Color::Black };
+        let color = if i.is_multiple_of(2) {
+            Color::White
+        } else {
+            Color::Black
+        };
         let (white, black) = match color {
             Color::White => (mixed, easy),
             Color::Black => (easy, mixed),
@@ -40,7 +44,7 @@ fn the_score_rises_with_the_share_of_engine_moves() {
         let side_used: Vec<bool> = used
             .iter()
             .enumerate()
-            .filter(|(ply, _)| (*ply % 2 == 0) == (color == Color::White))
+            .filter(|(ply, _)| ply.is_multiple_of(2) == (color == Color::White))
             .map(|(_, u)| *u)
             .collect();
         let used_share =
@@ -74,7 +78,10 @@ fn the_score_rises_with_the_share_of_engine_moves() {
             verdict.score
         );
         if let Some((top1_before, game_before, verdict_before)) = previous {
-            assert!(top1 > top1_before, "top-1 rises: {top1_before:.2} → {top1:.2}");
+            assert!(
+                top1 > top1_before,
+                "top-1 rises: {top1_before:.2} → {top1:.2}"
+            );
             assert!(
                 game_score > game_before,
                 "game score rises: {game_before:.1} → {game_score:.1}"

@@ -32,10 +32,19 @@ fn settings() -> Settings {
 
 #[test]
 fn bad_records_are_refused_with_a_typed_error() {
-    let illegal = analyse_game(&record(Variant::Standard, None, &["e2e4", "e7e5", "e4e5"]), &settings());
-    assert!(matches!(illegal, Err(AnalysisError::IllegalMove { ply: 3, .. })), "{illegal:?}");
+    let illegal = analyse_game(
+        &record(Variant::Standard, None, &["e2e4", "e7e5", "e4e5"]),
+        &settings(),
+    );
+    assert!(
+        matches!(illegal, Err(AnalysisError::IllegalMove { ply: 3, .. })),
+        "{illegal:?}"
+    );
     let garbage = analyse_game(&record(Variant::Standard, None, &["zz"]), &settings());
-    assert!(matches!(garbage, Err(AnalysisError::IllegalMove { ply: 1, .. })));
+    assert!(matches!(
+        garbage,
+        Err(AnalysisError::IllegalMove { ply: 1, .. })
+    ));
     let bad_fen = analyse_game(
         &GameInput {
             start_fen: "not a fen".into(),
@@ -46,13 +55,18 @@ fn bad_records_are_refused_with_a_typed_error() {
     assert!(matches!(bad_fen, Err(AnalysisError::BadFen(_))));
     let no_layout = analyse_game(&record(Variant::Hidden, None, &["e2e4"]), &settings());
     assert_eq!(no_layout, Err(AnalysisError::MissingLayout));
-    let bad_layout = analyse_game(&record(Variant::Hidden, Some("QQQ/qqq"), &["e2e4"]), &settings());
+    let bad_layout = analyse_game(
+        &record(Variant::Hidden, Some("QQQ/qqq"), &["e2e4"]),
+        &settings(),
+    );
     assert!(matches!(bad_layout, Err(AnalysisError::BadLayout(_))));
 }
 
 #[test]
 fn every_ply_is_analysed_once_for_its_mover() {
-    let moves = ["e2e4", "e7e5", "g1f3", "b8c6", "f1b5", "a7a6", "b5a4", "g8f6"];
+    let moves = [
+        "e2e4", "e7e5", "g1f3", "b8c6", "f1b5", "a7a6", "b5a4", "g8f6",
+    ];
     let a = analyse_game(&record(Variant::Standard, None, &moves), &settings()).expect("legal");
     let white: Vec<u32> = a.white.moves.iter().map(|m| m.ply).collect();
     let black: Vec<u32> = a.black.moves.iter().map(|m| m.ply).collect();
@@ -64,7 +78,11 @@ fn every_ply_is_analysed_once_for_its_mover() {
         assert!(m.near_best >= 1 && m.loss_cp <= 1_000);
     }
     // Unshuffled hidden chess replays the same moves.
-    let hidden = record(Variant::Hidden, Some("RNBQBNRPPPPPPPP/rnbqbnrpppppppp"), &moves);
+    let hidden = record(
+        Variant::Hidden,
+        Some("RNBQBNRPPPPPPPP/rnbqbnrpppppppp"),
+        &moves,
+    );
     assert!(analyse_game(&hidden, &settings()).is_ok());
     // And the analysis is reproducible.
     let again = analyse_game(&record(Variant::Standard, None, &moves), &settings()).expect("legal");

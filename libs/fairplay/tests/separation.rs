@@ -36,15 +36,27 @@ fn thresholds() -> Thresholds {
 
 fn pooled(stats: &[GameStats]) -> (f64, f64) {
     let n: u32 = stats.iter().map(|s| s.counted).sum();
-    let top1 = stats.iter().map(|s| s.top1 * f64::from(s.counted)).sum::<f64>() / f64::from(n);
-    let acpl = stats.iter().map(|s| s.acpl * f64::from(s.counted)).sum::<f64>() / f64::from(n);
+    let top1 = stats
+        .iter()
+        .map(|s| s.top1 * f64::from(s.counted))
+        .sum::<f64>()
+        / f64::from(n);
+    let acpl = stats
+        .iter()
+        .map(|s| s.acpl * f64::from(s.counted))
+        .sum::<f64>()
+        / f64::from(n);
     (top1, acpl)
 }
 
 #[test]
 fn the_engine_side_is_reported_and_the_honest_side_is_not() {
     let games = in_parallel(GAMES, |i| {
-        let engine_color = if i % 2 == 0 { Color::White } else { Color::Black };
+        let engine_color = if i.is_multiple_of(2) {
+            Color::White
+        } else {
+            Color::Black
+        };
         let (white, black) = match engine_color {
             Color::White => (Player::Engine(NODES), Player::Honest(Level::Easy, NODES)),
             Color::Black => (Player::Honest(Level::Easy, NODES), Player::Engine(NODES)),
@@ -57,7 +69,9 @@ fn the_engine_side_is_reported_and_the_honest_side_is_not() {
     let honest: Vec<GameStats> = games.iter().map(|g| g.1).collect();
     let (engine_top1, engine_acpl) = pooled(&engine);
     let (honest_top1, honest_acpl) = pooled(&honest);
-    println!("engine: top1 {engine_top1:.2}, acpl {engine_acpl:.1}; honest: top1 {honest_top1:.2}, acpl {honest_acpl:.1}");
+    println!(
+        "engine: top1 {engine_top1:.2}, acpl {engine_acpl:.1}; honest: top1 {honest_top1:.2}, acpl {honest_acpl:.1}"
+    );
     assert!(
         engine_top1 >= honest_top1 + 0.3,
         "top-1: engine {engine_top1:.2}, honest {honest_top1:.2}"
@@ -110,7 +124,11 @@ fn hidden_and_atomic_games_analyse_without_error() {
         )
         .unwrap_or_else(|e| panic!("{variant}: {e}"));
         let plies = analysed.white.moves.len() + analysed.black.moves.len();
-        assert_eq!(plies, input.moves.len(), "{variant}: every ply analysed once");
+        assert_eq!(
+            plies,
+            input.moves.len(),
+            "{variant}: every ply analysed once"
+        );
         let counted = analysed.white.stats.counted + analysed.black.stats.counted;
         assert!(counted > 0, "{variant}: some moves counted");
         for side in [&analysed.white, &analysed.black] {

@@ -38,14 +38,23 @@ fn steady_think_time_and_fast_best_moves_in_complex_positions_are_measured() {
     );
     let first = analyse_game(&input, &settings()).expect("a good record");
     // White: a machine-steady 3 s per move. Black: alternating 1 s and 9 s.
-    let steady = retimed(&input, |ply| if ply % 2 == 1 { 3_000 } else { 1_000 + 8_000 * u64::from(ply % 4 == 0) });
+    let steady = retimed(&input, |ply| {
+        if ply % 2 == 1 {
+            3_000
+        } else {
+            1_000 + 8_000 * u64::from(ply % 4 == 0)
+        }
+    });
     let a = analyse_game(&steady, &settings()).expect("a good record");
     assert!(a.white.stats.timed >= 6);
     assert!(a.white.stats.think_cv < 0.01, "{}", a.white.stats.think_cv);
     assert!(a.black.stats.think_cv > 0.5, "{}", a.black.stats.think_cv);
     // The moves' analysis does not depend on the clock.
     for (x, y) in first.white.moves.iter().zip(&a.white.moves) {
-        assert_eq!((&x.best, x.loss_cp, x.skipped), (&y.best, y.loss_cp, y.skipped));
+        assert_eq!(
+            (&x.best, x.loss_cp, x.skipped),
+            (&y.best, y.loss_cp, y.skipped)
+        );
     }
 
     // White answers complex positions in 0.4 s and the rest in 5 s.
@@ -56,8 +65,15 @@ fn steady_think_time_and_fast_best_moves_in_complex_positions_are_measured() {
         .filter(|m| m.complex && m.skipped.is_none())
         .map(|m| m.ply)
         .collect();
-    assert!(complex.len() >= 2, "complex positions in the game: {:?}", first.white.moves);
-    let fast = retimed(&input, |ply| if complex.contains(&ply) { 400 } else { 5_000 });
+    assert!(
+        complex.len() >= 2,
+        "complex positions in the game: {:?}",
+        first.white.moves
+    );
+    let fast = retimed(
+        &input,
+        |ply| if complex.contains(&ply) { 400 } else { 5_000 },
+    );
     let b = analyse_game(&fast, &settings()).expect("a good record");
     let top1_complex = b
         .white
@@ -69,11 +85,23 @@ fn steady_think_time_and_fast_best_moves_in_complex_positions_are_measured() {
     let expected = top1_complex as f64 / f64::from(b.white.stats.complex);
     assert!(top1_complex > 0);
     assert!((b.white.stats.fast_best_complex - expected).abs() < 1e-9);
-    for m in b.white.moves.iter().filter(|m| m.complex && m.top1 && m.timed && m.skipped.is_none()) {
-        assert!(m.flagged, "ply {}: a fast best move in a complex position is flagged", m.ply);
+    for m in b
+        .white
+        .moves
+        .iter()
+        .filter(|m| m.complex && m.top1 && m.timed && m.skipped.is_none())
+    {
+        assert!(
+            m.flagged,
+            "ply {}: a fast best move in a complex position is flagged",
+            m.ply
+        );
     }
     // Played slowly, the same moves are not fast.
-    let slow = retimed(&input, |ply| if complex.contains(&ply) { 9_000 } else { 3_000 });
+    let slow = retimed(
+        &input,
+        |ply| if complex.contains(&ply) { 9_000 } else { 3_000 },
+    );
     let c = analyse_game(&slow, &settings()).expect("a good record");
     assert_eq!(c.white.stats.fast_best_complex, 0.0);
 }

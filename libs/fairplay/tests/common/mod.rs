@@ -15,7 +15,11 @@ pub enum Player {
     Honest(Level, u64),
     /// The engine (at `nodes`) on this share of its moves, chosen by a seeded draw, Easy
     /// (at `easy_nodes`) on the others.
-    Mixed { nodes: u64, easy_nodes: u64, share: f64 },
+    Mixed {
+        nodes: u64,
+        easy_nodes: u64,
+        share: f64,
+    },
 }
 
 /// A small deterministic generator (splitmix64).
@@ -93,7 +97,9 @@ pub fn play(
             Decision::Promote(role) => {
                 // The record keeps the completed move with its promotion letter.
                 let letter = role.char().to_string();
-                replay.play(&letter).expect("the engine's promotion is legal");
+                replay
+                    .play(&letter)
+                    .expect("the engine's promotion is legal");
                 if let Some(last) = moves.last_mut() {
                     let last: &mut PlyInput = last;
                     last.uci.push_str(&letter);
