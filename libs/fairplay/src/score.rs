@@ -46,7 +46,8 @@ pub const MIN_ONLY_MOVES: u32 = 3;
 pub struct Thresholds {
     /// Fewest games before a verdict may report.
     pub min_games: u32,
-    /// Fewest counted moves (over those games) before a verdict may report.
+    /// Fewest counted moves (over those games) before a verdict may report. An engine
+    /// user's games are decided early (few counted moves each): 50 over the window.
     pub min_counted: u32,
     /// A verdict reports at this score or above (0..100) — and only with an engine
     /// signal (`engine_agreement` or `low_centipawn_loss`) among its reasons: time alone
@@ -80,7 +81,7 @@ impl Default for Thresholds {
     fn default() -> Thresholds {
         Thresholds {
             min_games: 5,
-            min_counted: 100,
+            min_counted: 50,
             report_score: 65.0,
             reference_rating: 1500.0,
             top1: 0.60,

@@ -68,3 +68,92 @@ fn cpu_seconds_per_analysed_game_per_variant() {
         );
     }
 }
+
+/// The separation at the default settings (release): the engine at Hard's own budget
+/// against Easy, and Easy against Easy, games of up to 80 plies.
+#[test]
+#[ignore = "a measurement: run in release with --nocapture"]
+fn separation_at_the_default_settings() {
+    use frontier_fairplay::{GameSummary, Thresholds, aggregate};
+    use frontier_rules::Color;
+    const GAMES: u64 = 10;
+    // FAIRPLAY_NODES / FAIRPLAY_DECIDED override the defaults (to compare settings).
+    let env = |name: &str| std::env::var(name).ok().and_then(|v| v.parse().ok());
+    let defaults = Settings::default();
+    let settings = Settings {
+        nodes: env("FAIRPLAY_NODES").unwrap_or(defaults.nodes),
+        decided_cp: env("FAIRPLAY_DECIDED").map_or(defaults.decided_cp, |d: u64| d as i32),
+        ..defaults
+    };
+    println!("{settings:?}");
+    let hard = Level::Hard.node_budget(Variant::Standard);
+    let easy = Level::Easy.node_budget(Variant::Standard);
+    let mut engine = Vec::new();
+    let mut honest = Vec::new();
+    for seed in 0..GAMES {
+        let engine_color = if seed.is_multiple_of(2) {
+            Color::White
+        } else {
+            Color::Black
+        };
+        let (w, b) = match engine_color {
+            Color::White => (Player::Engine(hard), Player::Honest(Level::Easy, easy)),
+            Color::Black => (Player::Honest(Level::Easy, easy), Player::Engine(hard)),
+        };
+        let (input, _) = play(Variant::Standard, None, w, b, 2_000 + seed, 80);
+        let a = analyse_game(&input, &settings).expect("a good record");
+        engine.push(a[engine_color].stats);
+        honest.push(a[!engine_color].stats);
+        // Easy against Easy: both honest.
+        let (input, _) = play(
+            Variant::Standard,
+            None,
+            Player::Honest(Level::Easy, easy),
+            Player::Honest(Level::Easy, easy),
+            3_000 + seed,
+            80,
+        );
+        let a = analyse_game(&input, &settings).expect("a good record");
+        honest.push(a.white.stats);
+        honest.push(a.black.stats);
+    }
+    let t = Thresholds::default();
+    let summaries = |s: &[frontier_fairplay::GameStats]| -> Vec<GameSummary> {
+        s.iter()
+            .map(|&stats| GameSummary {
+                stats,
+                rating: 1500.0,
+            })
+            .collect()
+    };
+    for (name, stats) in [("engine", &engine), ("honest", &honest)] {
+        let counted: u32 = stats.iter().map(|s| s.counted).sum();
+        let top1 = stats
+            .iter()
+            .map(|s| s.top1 * f64::from(s.counted))
+            .sum::<f64>()
+            / f64::from(counted.max(1));
+        let acpl = stats
+            .iter()
+            .map(|s| s.acpl * f64::from(s.counted))
+            .sum::<f64>()
+            / f64::from(counted.max(1));
+        let high = stats.iter().filter(|s| s.score >= t.report_score).count();
+        // Verdicts over windows of 10 consecutive games.
+        let windows: Vec<bool> = stats
+            .chunks(10)
+            .filter(|c| c.len() == 10)
+            .map(|c| aggregate(&summaries(c), &t).report)
+            .collect();
+        let v = aggregate(&summaries(stats), &t);
+        println!(
+            "{name}: {} player-games, {counted} counted moves, top1 {top1:.2}, acpl {acpl:.1}; games scoring ≥ {}: {high}; verdict score {:.1} report {}; 10-game windows reported: {}/{}",
+            stats.len(),
+            t.report_score,
+            v.score,
+            v.report,
+            windows.iter().filter(|r| **r).count(),
+            windows.len()
+        );
+    }
+}

@@ -84,6 +84,20 @@ fn every_ply_is_analysed_once_for_its_mover() {
         &moves,
     );
     assert!(analyse_game(&hidden, &settings()).is_ok());
+    // The record's start FEN (the public view, hidden squares listed) replays as the start.
+    let shuffled = record(
+        Variant::Hidden,
+        Some("NPBRPQPPNRPBPPP/pprnbpqpbnpprpp"),
+        &moves[..2],
+    );
+    let with_fen = GameInput {
+        start_fen: frontier_rules::Position::new(Variant::Hidden).fen(),
+        ..shuffled.clone()
+    };
+    assert_eq!(
+        analyse_game(&shuffled, &settings()),
+        analyse_game(&with_fen, &settings())
+    );
     // And the analysis is reproducible.
     let again = analyse_game(&record(Variant::Standard, None, &moves), &settings()).expect("legal");
     assert_eq!(a, again);
