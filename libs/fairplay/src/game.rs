@@ -6,9 +6,7 @@ use frontier_rules::{ByColor, Color, UciMove};
 
 use crate::replay::Replay;
 use crate::score::game_score;
-use crate::{
-    AnalysisError, GameInput, GameStats, MoveAnalysis, Settings, SideAnalysis, Skip,
-};
+use crate::{AnalysisError, GameInput, GameStats, MoveAnalysis, Settings, SideAnalysis, Skip};
 
 /// A position is *complex* when at least this many legal moves …
 pub const COMPLEX_MIN_LEGAL: u32 = 10;
@@ -139,7 +137,8 @@ fn analyse_ply(
     let within = |margin: i32| moves.iter().filter(|(_, s)| *s >= best_cp - margin).count() as u32;
     let legal_moves = moves.len() as u32;
     let near_best = within(settings.near_margin_cp);
-    let complex = legal_moves >= COMPLEX_MIN_LEGAL && within(COMPLEX_MARGIN_CP) >= COMPLEX_ALTERNATIVES;
+    let complex =
+        legal_moves >= COMPLEX_MIN_LEGAL && within(COMPLEX_MARGIN_CP) >= COMPLEX_ALTERNATIVES;
     let skipped = (best_cp.abs() >= settings.decided_cp).then_some(Skip::Decided);
     Ok(MoveAnalysis {
         ply,
@@ -160,12 +159,20 @@ fn analyse_ply(
 
 /// One side's statistics and flags from its analysed moves.
 fn side(mut moves: Vec<MoveAnalysis>, settings: &Settings) -> SideAnalysis {
-    let mut times: Vec<u64> = moves.iter().filter(|m| m.timed).map(|m| m.think_ms).collect();
+    let mut times: Vec<u64> = moves
+        .iter()
+        .filter(|m| m.timed)
+        .map(|m| m.think_ms)
+        .collect();
     times.sort_unstable();
     let median = times.get(times.len() / 2).copied().unwrap_or(0) as f64;
-    let fast = |m: &MoveAnalysis| m.timed && median > 0.0 && (m.think_ms as f64) <= FAST_SHARE * median;
+    let fast =
+        |m: &MoveAnalysis| m.timed && median > 0.0 && (m.think_ms as f64) <= FAST_SHARE * median;
     let slow = |m: &MoveAnalysis| {
-        m.timed && median > 0.0 && (m.think_ms as f64) >= median && m.think_ms >= SLOW_ONLY_MOVE_MIN_MS
+        m.timed
+            && median > 0.0
+            && (m.think_ms as f64) >= median
+            && m.think_ms >= SLOW_ONLY_MOVE_MIN_MS
     };
     let mut counted = 0u32;
     let (mut top1, mut loss, mut near) = (0u32, 0u64, 0u32);
@@ -200,7 +207,13 @@ fn side(mut moves: Vec<MoveAnalysis>, settings: &Settings) -> SideAnalysis {
             _ => {}
         }
     }
-    let share = |n: u32, d: u32| if d == 0 { 0.0 } else { f64::from(n) / f64::from(d) };
+    let share = |n: u32, d: u32| {
+        if d == 0 {
+            0.0
+        } else {
+            f64::from(n) / f64::from(d)
+        }
+    };
     let timed = times.len() as u32;
     let mean = if timed == 0 {
         0.0

@@ -46,7 +46,8 @@ pub const MIN_ONLY_MOVES: u32 = 3;
 pub struct Thresholds {
     /// Fewest games before a verdict may report.
     pub min_games: u32,
-    /// Fewest counted moves (over those games) before a verdict may report.
+    /// Fewest counted moves (over those games) before a verdict may report. An engine
+    /// user's games are decided early (few counted moves each): 50 over the window.
     pub min_counted: u32,
     /// A verdict reports at this score or above (0..100) — and only with an engine
     /// signal (`engine_agreement` or `low_centipawn_loss`) among its reasons: time alone
@@ -75,12 +76,13 @@ pub struct Thresholds {
 }
 
 impl Default for Thresholds {
-    /// Calibrated on engine-vs-engine games (tests/separation.rs, docs/fairplay.md): the
-    /// engine's Easy level stands in for a club player, Hard for an engine user.
+    /// Calibrated on in-process engine games (`tests/cost.rs`, `tests/separation.rs`): the
+    /// engine's Easy level stands in for a club player, Hard for an engine user. At the
+    /// default settings Easy's games score 0–40 and Hard's mostly 65–80.
     fn default() -> Thresholds {
         Thresholds {
             min_games: 5,
-            min_counted: 100,
+            min_counted: 50,
             report_score: 65.0,
             reference_rating: 1500.0,
             top1: 0.60,
@@ -307,7 +309,11 @@ fn score_of(parts: &[Part]) -> f64 {
 /// thresholds and their reference rating.
 pub(crate) fn game_score(stats: &GameStats) -> f64 {
     let t = Thresholds::default();
-    score_of(&parts(&pool(std::iter::once(stats)), &t, t.reference_rating))
+    score_of(&parts(
+        &pool(std::iter::once(stats)),
+        &t,
+        t.reference_rating,
+    ))
 }
 
 /// A player's verdict over their last games in one variant (the caller passes the newest
