@@ -561,6 +561,9 @@ impl<A: Accounts> Connection<A> {
                 if !self.follow_room() {
                     return self.refuse_follow(id, None);
                 }
+                if rated && !player.guest && self.marked(&player.id).await {
+                    return self.restricted(id);
+                }
                 let variant = frontier_platform::convert::variant_to_proto(variant);
                 if !self
                     .clock_and_creation_admitted(
@@ -663,10 +666,14 @@ impl<A: Accounts> Connection<A> {
                 if !self.follow_room() {
                     return self.refuse_follow(id, None);
                 }
+                // The board's code says nothing of whether it is rated: a marked player
+                // joins as casual-only, and game-session refuses a rated board.
+                let casual_only = !player.guest && self.marked(&player.id).await;
                 match sessions
                     .join_board(pb::JoinBoardRequest {
                         player: Some(player),
                         code,
+                        casual_only,
                     })
                     .await
                 {
@@ -972,6 +979,9 @@ impl<A: Accounts> Connection<A> {
         let Some(link) = self.matchmaking(id) else {
             return;
         };
+        if pools.iter().any(|p| p.rated) && !player.guest && self.marked(&player.id).await {
+            return self.restricted(id);
+        }
         let player_id = player.id.clone();
         let request = mm::SeekRequest {
             player: Some(player),
@@ -1048,6 +1058,22 @@ impl<A: Accounts> Connection<A> {
             }
             Err(status) => self.refused(id, None, status.into()),
         }
+    }
+
+    /// Whether fair play marked this player (casual games only); `false` when fair play is
+    /// not configured or does not answer (`moderation::is_marked`).
+    async fn marked(&self, player: &str) -> bool {
+        crate::moderation::is_marked(self.state.fairplay.as_ref(), player).await
+    }
+
+    /// Refuses a rated seek or board of a marked player.
+    fn restricted(&self, id: Option<&str>) {
+        self.error(
+            id,
+            None,
+            ErrorCode::FairPlayRestricted,
+            "fair play restricted you to casual games",
+        );
     }
 
     fn refused(&self, id: Option<&str>, game_id: Option<&str>, refusal: Refusal) {
