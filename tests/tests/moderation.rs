@@ -511,8 +511,8 @@ async fn error_code(client: &mut Client, id: &str) -> anyhow::Result<String> {
     })
 }
 
-/// A marked player: rated seeks, boards and joins refused with `fair_play_restricted`,
-/// casual ones allowed; off the leaderboard. Fair play unreachable: everything allowed.
+/// A marked player: rated seeks, boards, joins and rematches refused with
+/// `fair_play_restricted`, casual ones allowed; off the leaderboard. Fair play unreachable: everything allowed.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_marked_player_plays_casual_only_and_leaves_the_leaderboard() -> anyhow::Result<()> {
     let fake = FakeService::default();
@@ -522,10 +522,32 @@ async fn a_marked_player_plays_casual_only_and_leaves_the_leaderboard() -> anyho
     let gw = p.gateways[0];
     let (cheat_token, cheat) = register(gw, "Cheat").await?;
     let (honest_token, honest) = register(gw, "Honest").await?;
-    fake.0.marked.lock().expect("lock").insert(cheat.clone());
     let mut c = Client::with_token(gw, "cheat", &cheat_token, &cheat).await?;
     let mut h = Client::with_token(gw, "honest", &honest_token, &honest).await?;
     let clock = json!({"minutes": 5, "increment": 0});
+    let board = |id: &str, rated: bool| json!({"type": "create_board", "id": id, "variant": "standard", "color": "white", "rated": rated, "clock": clock});
+    // A rated game played before the mark, over.
+    h.send(board("h0", true)).await?;
+    let before = h.until("h0", |v| v["id"] == "h0").await?;
+    c.send(json!({"type": "join_board", "id": "j0", "code": before["code"]}))
+        .await?;
+    assert_eq!(error_code(&mut c, "j0").await?, "board_joined");
+    let rated_game = before["game_id"].as_str().context("game id")?.to_owned();
+    c.send(json!({"type": "resign", "id": "r0", "game_id": rated_game}))
+        .await?;
+    assert_eq!(error_code(&mut c, "r0").await?, "ack");
+
+    fake.0.marked.lock().expect("lock").insert(cheat.clone());
+    // Its rematch would be rated: neither offered nor accepted by the marked player.
+    c.send(json!({"type": "offer_rematch", "id": "o0", "game_id": rated_game}))
+        .await?;
+    assert_eq!(error_code(&mut c, "o0").await?, "fair_play_restricted");
+    h.send(json!({"type": "offer_rematch", "id": "o1", "game_id": rated_game}))
+        .await?;
+    assert_eq!(error_code(&mut h, "o1").await?, "rematch_offered");
+    c.send(json!({"type": "accept_rematch", "id": "a0", "game_id": rated_game}))
+        .await?;
+    assert_eq!(error_code(&mut c, "a0").await?, "fair_play_restricted");
 
     let seek = |id: &str, rated: bool| {
         json!({"type": "seek", "id": id, "pools": [
@@ -539,7 +561,6 @@ async fn a_marked_player_plays_casual_only_and_leaves_the_leaderboard() -> anyho
     c.send(json!({"type": "cancel_seek", "id": "s3"})).await?;
     error_code(&mut c, "s3").await?;
 
-    let board = |id: &str, rated: bool| json!({"type": "create_board", "id": id, "variant": "standard", "color": "white", "rated": rated, "clock": clock});
     c.send(board("b1", true)).await?;
     assert_eq!(error_code(&mut c, "b1").await?, "fair_play_restricted");
     c.send(board("b2", false)).await?;
@@ -556,6 +577,14 @@ async fn a_marked_player_plays_casual_only_and_leaves_the_leaderboard() -> anyho
     c.send(json!({"type": "join_board", "id": "j2", "code": casual["code"]}))
         .await?;
     assert_eq!(error_code(&mut c, "j2").await?, "board_joined");
+    // A casual game's rematch is casual: offered as usual.
+    let casual_game = casual["game_id"].as_str().context("game id")?.to_owned();
+    c.send(json!({"type": "resign", "id": "r2", "game_id": casual_game}))
+        .await?;
+    assert_eq!(error_code(&mut c, "r2").await?, "ack");
+    c.send(json!({"type": "offer_rematch", "id": "o2", "game_id": casual_game}))
+        .await?;
+    assert_eq!(error_code(&mut c, "o2").await?, "rematch_offered");
     // The refused rated board still waits for someone else.
     let (other_token, other) = register(gw, "Other").await?;
     let mut o = Client::with_token(gw, "other", &other_token, &other).await?;
@@ -563,11 +592,26 @@ async fn a_marked_player_plays_casual_only_and_leaves_the_leaderboard() -> anyho
         .await?;
     assert_eq!(error_code(&mut o, "j3").await?, "board_joined");
 
-    // The leaderboard: both rated (rows as the rating service keeps them), the marked one
-    // left off.
+    // The leaderboard: both established (their rows set as the rating service keeps them),
+    // the marked one left off.
+    // The rated game recorded first (its ratings written), so that nothing overwrites the
+    // rows below.
+    let deadline = std::time::Instant::now() + common::WAIT;
+    while common::get(gw, &format!("/api/games/{rated_game}"))
+        .await?
+        .0
+        != 200
+    {
+        anyhow::ensure!(
+            std::time::Instant::now() < deadline,
+            "the rated game was never recorded"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
     let pool = sqlx::PgPool::connect(&p.database_url).await?;
     for (id, rating) in [(&cheat, 2400.0), (&honest, 1600.0)] {
-        sqlx::query("INSERT INTO ratings (player_id, variant, rating, rd, volatility, rated_games) VALUES ($1, 'standard', $2, 50, 0.06, 30)")
+        sqlx::query("INSERT INTO ratings (player_id, variant, rating, rd, volatility, rated_games) VALUES ($1, 'standard', $2, 50, 0.06, 30)
+             ON CONFLICT (player_id, variant) DO UPDATE SET rating = EXCLUDED.rating, rd = EXCLUDED.rd")
             .bind(uuid::Uuid::parse_str(id)?)
             .bind(rating)
             .execute(&pool)

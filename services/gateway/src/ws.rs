@@ -910,6 +910,19 @@ impl<A: Accounts> Connection<A> {
         if game_id.parse::<GameId>().is_err() {
             return self.error(id, Some(&game_id), ErrorCode::GameNotFound, "no such game");
         }
+        // A rematch of a rated game is rated: a marked player may neither offer nor accept
+        // one (declining stays open).
+        if !matches!(call, RematchCall::Decline)
+            && self.marked(player).await
+            && self.rated_game(&game_id, player).await
+        {
+            return self.error(
+                id,
+                Some(&game_id),
+                ErrorCode::FairPlayRestricted,
+                "fair play restricted you to casual games; this game was rated",
+            );
+        }
         let request = pb::RematchRequest {
             game_id: game_id.clone(),
             player_id: player.to_owned(),
@@ -1064,6 +1077,25 @@ impl<A: Accounts> Connection<A> {
     /// not configured or does not answer (`moderation::is_marked`).
     async fn marked(&self, player: &str) -> bool {
         crate::moderation::is_marked(self.state.fairplay.as_ref(), player).await
+    }
+
+    /// Whether this game is rated, from game-session's view of it (`false` when it cannot
+    /// say: the rematch call that follows gets game-session's own answer).
+    async fn rated_game(&self, game: &str, player: &str) -> bool {
+        let mut sessions = self.state.sessions.clone();
+        let view = sessions
+            .get_view(pb::GetViewRequest {
+                game_id: game.to_owned(),
+                player_id: player.to_owned(),
+            })
+            .await;
+        let Ok(view) = view else {
+            return false;
+        };
+        serde_json::from_slice::<serde_json::Value>(&view.into_inner().frame)
+            .ok()
+            .and_then(|frame| frame["game"]["rated"].as_bool())
+            .unwrap_or(false)
     }
 
     /// Refuses a rated seek or board of a marked player.
