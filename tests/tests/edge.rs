@@ -133,6 +133,7 @@ async fn forged_expired_and_foreign_tokens_are_refused() -> anyhow::Result<()> {
         iat: now,
         exp: now + 3600,
         iss: "frontier".into(),
+        moderator: false,
     };
     let ours = JwtKeys::new(common::JWT_SECRET.as_bytes(), Duration::from_secs(3600))
         .map_err(anyhow::Error::msg)?;
@@ -329,6 +330,7 @@ async fn a_key_rotation_keeps_old_tokens_signs_with_the_new_key_and_refuses_remo
         iat: now,
         exp: now + 3600,
         iss: "frontier".into(),
+        moderator: false,
     };
     let signer = |id: &str, secret: &str| {
         JwtKeys::rotating(&[(id, secret.as_bytes())], hour).map_err(anyhow::Error::msg)

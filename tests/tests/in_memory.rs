@@ -47,6 +47,7 @@ async fn a_game_plays_through_in_memory_adapters() -> anyhow::Result<()> {
     let state = Arc::new(frontier_gateway::AppState {
         accounts: MemoryAccounts::new(HashPool::new(1, 16)?),
         ratings: None,
+        fairplay: None,
         matchmaking: None,
         jwt: JwtKeys::new(common::JWT_SECRET.as_bytes(), Duration::from_secs(3600))
             .map_err(anyhow::Error::msg)?,
@@ -201,6 +202,7 @@ async fn the_dashboard_is_served_from_the_rating_service_and_the_gateways_accoun
     let state = Arc::new(frontier_gateway::AppState {
         accounts: MemoryAccounts::new(HashPool::new(1, 16)?),
         ratings: Some(frontier_gateway::records::connect(&rating_url).map_err(anyhow::Error::msg)?),
+        fairplay: None,
         matchmaking: None,
         jwt: JwtKeys::new(common::JWT_SECRET.as_bytes(), Duration::from_secs(3600))
             .map_err(anyhow::Error::msg)?,

@@ -77,6 +77,7 @@ async fn preferences_are_kept_in_the_account_of_a_registered_player_only() -> an
         iat: now,
         exp: now + 3600,
         iss: "frontier".into(),
+        moderator: false,
     };
     let expired = ours.sign(&Claims {
         iat: now - 7200,

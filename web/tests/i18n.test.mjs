@@ -42,6 +42,10 @@ test('every key the code uses exists', () => {
     theme_: ['green', 'brown', 'blue', 'felt', 'marble', 'sandstone', 'glacier', 'amber', 'tidepool', 'chamber'],
     set_: ['frontier', 'geometric', 'letters', 'emblem', 'outline', 'pixel', 'relief'],
     role_: ['p', 'n', 'b', 'r', 'q', 'k'],
+    modStatus_: ['open', 'dismissed', 'marked', 'all'],
+    modAction_: ['dismiss', 'mark', 'unmark'],
+    modSkip_: ['opening', 'only_move', 'decided', 'pending_promotion'],
+    fpReason_: ['engine_agreement', 'low_centipawn_loss', 'near_best_share', 'steady_think_time', 'fast_best_in_complex', 'slow_only_moves'],
     reason_: ['checkmate', 'king-exploded', 'resignation', 'timeout', 'abandonment', 'stalemate', 'repetition', 'fifty-moves', 'insufficient-material', 'agreement', 'timeout-vs-insufficient-material', 'aborted'],
   };
   for (const [prefix, values] of Object.entries(dynamic)) for (const v of values) used.add(prefix + v);

@@ -34,6 +34,12 @@ pub struct Claims {
     pub exp: u64,
     /// Always [`ISSUER`].
     pub iss: String,
+    /// A fair-play moderator (the moderation API is open to them only). Absent from
+    /// tokens of other players and from tokens issued before the role existed, which
+    /// still verify: it defaults to false. Set from the account at sign-in, so a grant or
+    /// revocation takes effect at the player's next sign-in.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub moderator: bool,
 }
 
 /// Why a token was refused.
@@ -138,8 +144,19 @@ impl JwtKeys {
         &self.kid
     }
 
-    /// A signed token for this player.
+    /// A signed token for this player (not a moderator).
     pub fn issue(&self, player: PlayerId, name: &str, guest: bool) -> Result<String, AuthError> {
+        self.issue_with_role(player, name, guest, false)
+    }
+
+    /// A signed token for this player, saying whether it is a fair-play moderator.
+    pub fn issue_with_role(
+        &self,
+        player: PlayerId,
+        name: &str,
+        guest: bool,
+        moderator: bool,
+    ) -> Result<String, AuthError> {
         let iat = now_secs();
         let claims = Claims {
             sub: player,
@@ -148,6 +165,7 @@ impl JwtKeys {
             iat,
             exp: iat + self.ttl.as_secs(),
             iss: ISSUER.to_owned(),
+            moderator,
         };
         self.sign(&claims)
     }
@@ -284,6 +302,7 @@ mod tests {
             iat: now_secs(),
             exp: now_secs() + 60,
             iss: ISSUER.into(),
+            moderator: false,
         };
         let legacy = jsonwebtoken::encode(
             &Header::new(Algorithm::HS256),
@@ -303,6 +322,43 @@ mod tests {
         )
         .expect("sign");
         assert_eq!(keys.verify(&forged), Err(AuthError::BadSignature));
+    }
+
+    #[test]
+    fn the_moderator_claim_round_trips_and_older_tokens_default_to_none() {
+        let k = keys("0123456789abcdef0123456789abcdef");
+        let player = PlayerId::new();
+        let token = k.issue_with_role(player, "mod", false, true).expect("sign");
+        assert!(k.verify(&token).expect("valid").moderator);
+        let plain = k.issue(player, "ann", false).expect("sign");
+        assert!(!k.verify(&plain).expect("valid").moderator);
+        // A token from before the claim existed: no `moderator` field at all.
+        #[derive(Serialize)]
+        struct Old<'a> {
+            sub: PlayerId,
+            name: &'a str,
+            guest: bool,
+            iat: u64,
+            exp: u64,
+            iss: &'a str,
+        }
+        let mut header = Header::new(Algorithm::HS256);
+        header.kid = Some(DEFAULT_KID.into());
+        let old = jsonwebtoken::encode(
+            &header,
+            &Old {
+                sub: player,
+                name: "old",
+                guest: false,
+                iat: now_secs(),
+                exp: now_secs() + 60,
+                iss: ISSUER,
+            },
+            &EncodingKey::from_secret(b"0123456789abcdef0123456789abcdef").expect("a key"),
+        )
+        .expect("sign");
+        let claims = k.verify(&old).expect("older tokens still verify");
+        assert!(!claims.moderator);
     }
 
     #[test]

@@ -173,6 +173,7 @@ impl Env {
             .join_board(pb::JoinBoardRequest {
                 player: Some(b.clone()),
                 code: created.code,
+                casual_only: false,
             })
             .await
             .expect("joined");

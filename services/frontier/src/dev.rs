@@ -298,6 +298,9 @@ async fn start_on<A: Accounts, S: RatingStore>(
     let state = Arc::new(frontier_gateway::AppState {
         accounts,
         ratings: Some(ratings),
+        // The fair-play service is not part of dev mode yet: nobody is marked, and the
+        // moderation API answers 503 `unavailable`.
+        fairplay: None,
         matchmaking: Some(matchmaking),
         jwt: JwtKeys::new(jwt_secret.as_bytes(), config.jwt_ttl).map_err(anyhow::Error::msg)?,
         sessions: sessions(),

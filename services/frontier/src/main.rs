@@ -52,6 +52,9 @@ enum Service {
     /// Not a service: plays one move through a running gateway and exits (0: it was
     /// played). The chart's `helm test`.
     Smoke(frontier::smoke::SmokeArgs),
+    /// Not a service: operator commands (`frontier admin grant-moderator NAME`, …).
+    #[command(subcommand)]
+    Admin(frontier::admin::AdminCommand),
 }
 
 impl Service {
@@ -66,6 +69,7 @@ impl Service {
             Service::Dev(_) => "dev",
             Service::BotWorker(_) => "bot-worker",
             Service::Smoke(_) => "smoke",
+            Service::Admin(_) => "admin",
         }
     }
 
@@ -80,6 +84,7 @@ impl Service {
             Service::Dev(c) => frontier::dev::run(c, shutdown).await,
             Service::BotWorker(c) => frontier_bot_worker::run(c, shutdown).await,
             Service::Smoke(args) => frontier::smoke::run(args).await,
+            Service::Admin(command) => frontier::admin::run(command).await,
         }
     }
 }

@@ -73,3 +73,54 @@ fn the_services_have_one_binary() {
     }
     assert_eq!(service_bins, vec!["frontier".to_owned()]);
 }
+
+/// `frontier admin grant-moderator NAME` on `frontier dev`'s SQLite file: the role granted
+/// case-insensitively (and seen at the next sign-in), revoked, and an unknown name refused
+/// with a clear message and a failing exit status.
+#[tokio::test]
+async fn admin_grants_and_revokes_the_moderator_role_and_refuses_unknown_names() {
+    use frontier_gateway::accounts::Accounts as _;
+    let dir = std::env::temp_dir().join(format!("frontier-admin-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("a temporary folder");
+    let db = dir.join("frontier.db");
+    let pool = frontier_platform::sqlite::open(&db)
+        .await
+        .expect("database");
+    let hasher = frontier_gateway::hashing::HashPool::new(1, 4).expect("a hashing thread");
+    let accounts = frontier_gateway::sqlite::SqliteAccounts::open(pool.clone(), hasher)
+        .await
+        .expect("accounts");
+    accounts
+        .register("Ann", "correct horse")
+        .await
+        .expect("registered");
+    let url = format!("sqlite:{}", db.display());
+    let admin = |verb: &str, name: &str| {
+        Command::new(env!("CARGO_BIN_EXE_frontier"))
+            .args(["admin", verb, name, "--database-url", &url])
+            .output()
+            .expect("frontier runs")
+    };
+    let out = admin("grant-moderator", "aNN");
+    assert!(out.status.success(), "{out:?}");
+    assert!(String::from_utf8_lossy(&out.stdout).contains("Ann is a moderator"));
+    let ann = accounts.login("ann", "correct horse").await.expect("login");
+    assert!(ann.moderator);
+    let out = admin("revoke-moderator", "ANN");
+    assert!(out.status.success(), "{out:?}");
+    assert!(
+        !accounts
+            .login("ann", "correct horse")
+            .await
+            .expect("login")
+            .moderator
+    );
+    let out = admin("grant-moderator", "nobody");
+    assert!(!out.status.success());
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("no registered player is named `nobody`"),
+        "{out:?}"
+    );
+    pool.close().await;
+    let _ = std::fs::remove_dir_all(&dir);
+}

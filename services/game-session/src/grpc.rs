@@ -325,7 +325,7 @@ impl<S: GameStore, B: EventBus> GameSession for GrpcGameSession<S, B> {
         let player = r.player.ok_or_else(|| bad("player is required"))?;
         let (game, color) = self
             .service
-            .join_board((&player).into(), &r.code)
+            .join_board_as((&player).into(), &r.code, r.casual_only)
             .await
             .map_err(status)?;
         Ok(Response::new(pb::JoinBoardResponse {

@@ -871,6 +871,17 @@ impl<S: GameStore, B: EventBus> GameService<S, B> {
         player: Player,
         code: &str,
     ) -> Result<(GameId, Color), SessionError> {
+        self.join_board_as(player, code, false).await
+    }
+
+    /// Joins a board by code; with `casual_only` (a player fair play marked) a rated board
+    /// is refused with `fair_play_restricted`.
+    pub async fn join_board_as(
+        &self,
+        player: Player,
+        code: &str,
+        casual_only: bool,
+    ) -> Result<(GameId, Color), SessionError> {
         let code = code.trim().to_ascii_uppercase();
         if code.len() != 6 || !code.bytes().all(|b| CODE_ALPHABET.contains(&b)) {
             return Err(client(ErrorCode::BoardNotFound, "no board has that code"));
@@ -888,6 +899,14 @@ impl<S: GameStore, B: EventBus> GameService<S, B> {
                 Err(SessionError::AlreadySeated(color)) => return Ok((game, color)),
                 other => other?,
             };
+            // After the board's own refusals (finished, full, own, guest): nothing is
+            // stored for a refused join.
+            if casual_only && live.info.rated {
+                return Err(client(
+                    ErrorCode::FairPlayRestricted,
+                    "fair play restricted you to casual games; this board is rated",
+                ));
+            }
             if let Some(committed) = self.commit(&game, version, &mut live, &change, now).await? {
                 self.publish(&game, &live, &committed).await;
                 return Ok((game, color));

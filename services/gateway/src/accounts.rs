@@ -23,6 +23,8 @@ pub struct Account {
     pub name: String,
     /// Guest or registered.
     pub guest: bool,
+    /// A fair-play moderator (granted by `frontier admin grant-moderator`; never a guest).
+    pub moderator: bool,
 }
 
 /// Why an account operation failed.
@@ -161,6 +163,7 @@ pub(crate) async fn prepare_registration(
             id: PlayerId::new(),
             name: username.to_owned(),
             guest: false,
+            moderator: false,
         },
         hash,
     ))
@@ -174,13 +177,13 @@ pub fn guest_name() -> String {
 }
 
 /// The end of a login: the stored registered player found by username (id, name, password
-/// hash), if any, checked against `password` on the hashing pool.
+/// hash, moderator), if any, checked against `password` on the hashing pool.
 pub(crate) async fn verify_login(
     hasher: &HashPool,
-    row: Option<(uuid::Uuid, String, Option<String>)>,
+    row: Option<(uuid::Uuid, String, Option<String>, bool)>,
     password: &str,
 ) -> Result<Account, AccountError> {
-    let Some((id, name, Some(hash))) = row else {
+    let Some((id, name, Some(hash), moderator)) = row else {
         return Err(AccountError::BadCredentials);
     };
     if hasher.verify(password.to_owned(), hash).await? {
@@ -188,6 +191,7 @@ pub(crate) async fn verify_login(
             id: PlayerId(id),
             name,
             guest: false,
+            moderator,
         })
     } else {
         Err(AccountError::BadCredentials)
@@ -261,6 +265,7 @@ impl Accounts for PgAccounts {
             id: PlayerId::new(),
             name: guest_name(),
             guest: true,
+            moderator: false,
         };
         sqlx::query(
             "INSERT INTO players (id, username, username_key, guest) VALUES ($1, $2, $3, true)",
@@ -291,8 +296,8 @@ impl Accounts for PgAccounts {
         if username.len() > 64 || password.len() > 128 {
             return Err(AccountError::BadCredentials);
         }
-        let row: Option<(uuid::Uuid, String, Option<String>)> = sqlx::query_as(
-            "SELECT id, username, password_hash FROM players WHERE username_key = $1 AND NOT guest",
+        let row: Option<(uuid::Uuid, String, Option<String>, bool)> = sqlx::query_as(
+            "SELECT id, username, password_hash, moderator FROM players WHERE username_key = $1 AND NOT guest",
         )
         .bind(username.to_ascii_lowercase())
         .fetch_optional(&self.pool)
@@ -301,12 +306,17 @@ impl Accounts for PgAccounts {
     }
 
     async fn find(&self, id: PlayerId) -> Result<Option<Account>, AccountError> {
-        let row: Option<(String, bool)> =
-            sqlx::query_as("SELECT username, guest FROM players WHERE id = $1")
+        let row: Option<(String, bool, bool)> =
+            sqlx::query_as("SELECT username, guest, moderator FROM players WHERE id = $1")
                 .bind(id.0)
                 .fetch_optional(&self.pool)
                 .await?;
-        Ok(row.map(|(name, guest)| Account { id, name, guest }))
+        Ok(row.map(|(name, guest, moderator)| Account {
+            id,
+            name,
+            guest,
+            moderator,
+        }))
     }
 
     async fn preferences(&self, id: PlayerId) -> Result<Option<String>, AccountError> {
@@ -395,6 +405,63 @@ pub async fn expire_guests(
     }
 }
 
+/// Grants (`true`) or revokes (`false`) the fair-play moderator role of the registered
+/// player with this username (case-insensitively): the player's name as stored, or
+/// `Ok(None)` when no registered player has that name. The operator's command (`frontier
+/// admin grant-moderator`); the role reaches the player's tokens at its next sign-in.
+pub async fn set_moderator_pg(
+    pool: &PgPool,
+    username: &str,
+    moderator: bool,
+) -> Result<Option<String>, AccountError> {
+    let row: Option<(String,)> = sqlx::query_as(
+        "UPDATE players SET moderator = $2 WHERE username_key = $1 AND NOT guest RETURNING username",
+    )
+    .bind(username.to_ascii_lowercase())
+    .bind(moderator)
+    .fetch_optional(pool)
+    .await?;
+    Ok(row.map(|(name,)| name))
+}
+
+/// [`set_moderator_pg`] or its SQLite twin on the accounts database at `database_url`
+/// (`postgres://…`, or `sqlite:PATH` for `frontier dev`'s `frontier.db`), applying the
+/// gateway's migrations first (so the role's column exists whichever gateway version ran
+/// there last).
+pub async fn set_moderator_at(
+    database_url: &str,
+    username: &str,
+    moderator: bool,
+) -> anyhow::Result<Option<String>> {
+    use anyhow::Context as _;
+    if let Some(path) = database_url.strip_prefix("sqlite:") {
+        let path = path.strip_prefix("//").unwrap_or(path);
+        if !std::path::Path::new(path).exists() {
+            anyhow::bail!("no database at {path}");
+        }
+        let pool = frontier_platform::sqlite::open(std::path::Path::new(path))
+            .await
+            .with_context(|| format!("opening {path}"))?;
+        crate::sqlite::MIGRATOR
+            .run(&pool)
+            .await
+            .context("applying the gateway's migrations")?;
+        let name = crate::sqlite::set_moderator(&pool, username, moderator).await;
+        pool.close().await;
+        return Ok(name?);
+    }
+    let pool = frontier_platform::config::postgres_pool(database_url, 1)
+        .await
+        .context("connecting to Postgres")?;
+    MIGRATOR
+        .run(&pool)
+        .await
+        .context("applying the gateway's migrations")?;
+    let name = set_moderator_pg(&pool, username, moderator).await;
+    pool.close().await;
+    Ok(name?)
+}
+
 /// Accounts in memory (unit tests and `frontier dev --memory`): guests and registered
 /// players alike, for as long as the process lives.
 #[derive(Clone)]
@@ -422,6 +489,17 @@ impl MemoryAccounts {
         }
     }
 
+    /// Grants or revokes the moderator role of the registered player with this username
+    /// (case-insensitively): its stored name, or `None` when there is none (tests and
+    /// `frontier dev --memory`, which has no operator command: its accounts die with it).
+    pub fn set_moderator(&self, username: &str, moderator: bool) -> Option<String> {
+        let mut inner = self.lock();
+        let id = inner.registered.get(&username.to_ascii_lowercase())?.0;
+        let account = inner.by_id.get_mut(&id)?;
+        account.moderator = moderator;
+        Some(account.name.clone())
+    }
+
     fn lock(&self) -> std::sync::MutexGuard<'_, MemoryInner> {
         // Every change is one insertion per map, made together: a poisoned lock is whole.
         self.inner.lock().unwrap_or_else(|p| p.into_inner())
@@ -438,6 +516,7 @@ impl Accounts for MemoryAccounts {
             id: PlayerId::new(),
             name: guest_name(),
             guest: true,
+            moderator: false,
         };
         self.lock().by_id.insert(account.id, account.clone());
         Ok(account)
@@ -463,7 +542,12 @@ impl Accounts for MemoryAccounts {
                 .get(&username.to_ascii_lowercase())
                 .and_then(|(id, hash)| {
                     let account = inner.by_id.get(id)?;
-                    Some((id.0, account.name.clone(), Some(hash.clone())))
+                    Some((
+                        id.0,
+                        account.name.clone(),
+                        Some(hash.clone()),
+                        account.moderator,
+                    ))
                 })
         };
         verify_login(&self.hasher, row, password).await

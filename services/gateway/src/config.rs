@@ -32,6 +32,11 @@ pub struct Config {
     /// Without it the dashboard routes answer 503 `unavailable`.
     #[arg(long, env = "FRONTIER_RATING_URL")]
     pub rating_url: Option<String>,
+    /// The fair-play service (moderation and marks), e.g. `http://127.0.0.1:50055`.
+    /// Without it nobody is marked and the moderation routes answer 503 `unavailable`; when
+    /// it does not answer, rated play and the leaderboard go on unfiltered.
+    #[arg(long, env = "FRONTIER_FAIRPLAY_URL")]
+    pub fairplay_url: Option<String>,
     /// The matchmaking instances (quick match), comma-separated, e.g.
     /// `http://10.0.0.5:50054,http://10.0.0.6:50054` (or one service address): calls go
     /// round them, and one that cannot be reached is retried on the next. Without any,

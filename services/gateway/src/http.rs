@@ -198,7 +198,7 @@ fn token_for<A: Accounts>(
 ) -> Result<TokenResponse, ApiError> {
     let token = state
         .jwt
-        .issue(account.id, &account.name, account.guest)
+        .issue_with_role(account.id, &account.name, account.guest, account.moderator)
         .map_err(|_| {
             ApiError::new(
                 StatusCode::INTERNAL_SERVER_ERROR,
@@ -387,6 +387,26 @@ pub fn router<A: Accounts>(state: Arc<AppState<A>>) -> Router {
         .route(
             "/api/me/preferences",
             get(crate::preferences::get::<A>).put(crate::preferences::put::<A>),
+        )
+        .route(
+            "/api/moderation/reports",
+            get(crate::moderation::list_reports::<A>),
+        )
+        .route(
+            "/api/moderation/reports/{id}",
+            get(crate::moderation::get_report::<A>),
+        )
+        .route(
+            "/api/moderation/reports/{id}/decision",
+            post(crate::moderation::decide::<A>),
+        )
+        .route(
+            "/api/moderation/players/{id}/unmark",
+            post(crate::moderation::unmark::<A>),
+        )
+        .route(
+            "/api/moderation/log",
+            get(crate::moderation::audit_log::<A>),
         )
         .route("/", get(crate::web::page))
         .route("/join/{code}", get(crate::web::join_page))

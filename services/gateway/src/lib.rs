@@ -10,6 +10,7 @@ pub mod http;
 pub mod hub;
 pub mod limits;
 pub mod matchmaking;
+pub mod moderation;
 pub mod notices;
 pub mod preferences;
 pub mod records;
@@ -61,6 +62,10 @@ pub struct AppState<A> {
     /// The rating service's read API (finished games and ratings), for the dashboard
     /// API; `None`: the dashboard answers 503 `unavailable`.
     pub ratings: Option<records::RatingClient>,
+    /// The fair-play service (the moderation API, and the marks: a marked player may not
+    /// play rated and is left off the leaderboard); `None`: nobody is marked and the
+    /// moderation API answers 503 `unavailable`.
+    pub fairplay: Option<moderation::FairPlayClient>,
     /// The matchmaking service (quick match); `None`: `seek`, `cancel_seek` and `status`
     /// answer `unavailable`.
     pub matchmaking: Option<matchmaking::MatchmakingLink>,
@@ -108,6 +113,11 @@ const ZEROED: &[Zeroed] = &[
         ],
     ),
     Zeroed::plain("frontier_gateway_relayed_frames_total"),
+    Zeroed::by(
+        "frontier_gateway_fairplay_errors_total",
+        "call",
+        &["is_marked", "marked_among"],
+    ),
     Zeroed::by(
         "frontier_gateway_ws_messages_total",
         "type",
@@ -157,6 +167,12 @@ pub async fn build(config: &Config) -> anyhow::Result<Service> {
         .map(records::connect)
         .transpose()
         .map_err(anyhow::Error::msg)?;
+    let fairplay = config
+        .fairplay_url
+        .as_deref()
+        .map(moderation::connect)
+        .transpose()
+        .map_err(anyhow::Error::msg)?;
     tokio::spawn(sweep_guests(
         pool.clone(),
         ratings.clone(),
@@ -177,6 +193,7 @@ pub async fn build(config: &Config) -> anyhow::Result<Service> {
         accounts: PgAccounts::new(pool.clone(), hasher),
         notices,
         ratings,
+        fairplay,
         matchmaking,
         jwt,
         sessions: sessions::connect(&config.game_session_urls)?,

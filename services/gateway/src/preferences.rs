@@ -89,7 +89,7 @@ impl Preferences {
 }
 
 /// The token of an `Authorization: Bearer …` header.
-fn bearer(headers: &HeaderMap) -> Result<&str, AuthError> {
+pub(crate) fn bearer(headers: &HeaderMap) -> Result<&str, AuthError> {
     let value = headers
         .get(header::AUTHORIZATION)
         .ok_or(AuthError::Missing)?;

@@ -250,7 +250,8 @@ pub async fn rating_history<A: Accounts>(
     ))
 }
 
-/// `GET /api/leaderboard?variant=&limit=`: registered, non-provisional players.
+/// `GET /api/leaderboard?variant=&limit=`: registered, non-provisional players, without
+/// those fair play marked (so a page may hold fewer than `limit`).
 pub async fn leaderboard<A: Accounts>(
     State(state): State<Arc<AppState<A>>>,
     Query(p): Query<Params>,
@@ -266,9 +267,14 @@ pub async fn leaderboard<A: Accounts>(
         .await
         .map_err(from_status)?
         .into_inner();
+    // Marked players are left off (fair play); if fair play does not answer, the page is
+    // served unfiltered rather than not at all.
+    let ids = board.players.iter().map(|r| r.player_id.clone()).collect();
+    let marked = crate::moderation::marked_among(state.fairplay.as_ref(), ids).await;
     let players: Vec<Value> = board
         .players
         .into_iter()
+        .filter(|r| !marked.contains(&r.player_id))
         .map(|r| json!({"id": r.player_id, "name": r.name, "rating": r.rating, "rd": r.rd, "provisional": false, "rated_games": r.rated_games}))
         .collect();
     Ok(axum::Json(

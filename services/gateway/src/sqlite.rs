@@ -34,6 +34,24 @@ impl SqliteAccounts {
     }
 }
 
+/// Grants or revokes the moderator role of the registered player with this username
+/// (case-insensitively) in `frontier dev`'s database (apply [`MIGRATOR`] first): its stored
+/// name, or `Ok(None)` when there is none. See `accounts::set_moderator_pg`.
+pub async fn set_moderator(
+    pool: &SqlitePool,
+    username: &str,
+    moderator: bool,
+) -> Result<Option<String>, AccountError> {
+    let row: Option<(String,)> = sqlx::query_as(
+        "UPDATE players SET moderator = $2 WHERE username_key = $1 AND NOT guest RETURNING username",
+    )
+    .bind(username.to_ascii_lowercase())
+    .bind(moderator)
+    .fetch_optional(pool)
+    .await?;
+    Ok(row.map(|(name,)| name))
+}
+
 fn now_ms() -> i64 {
     let now = time::OffsetDateTime::now_utc();
     i64::try_from(now.unix_timestamp_nanos() / 1_000_000).unwrap_or(i64::MAX)
@@ -49,6 +67,7 @@ impl Accounts for SqliteAccounts {
             id: PlayerId::new(),
             name: guest_name(),
             guest: true,
+            moderator: false,
         };
         sqlx::query(
             "INSERT INTO players (id, username, username_key, guest, created_at_ms) VALUES ($1, $2, $3, true, $4)",
@@ -81,8 +100,8 @@ impl Accounts for SqliteAccounts {
         if username.len() > 64 || password.len() > 128 {
             return Err(AccountError::BadCredentials);
         }
-        let row: Option<(uuid::Uuid, String, Option<String>)> = sqlx::query_as(
-            "SELECT id, username, password_hash FROM players WHERE username_key = $1 AND NOT guest",
+        let row: Option<(uuid::Uuid, String, Option<String>, bool)> = sqlx::query_as(
+            "SELECT id, username, password_hash, moderator FROM players WHERE username_key = $1 AND NOT guest",
         )
         .bind(username.to_ascii_lowercase())
         .fetch_optional(&self.pool)
@@ -91,12 +110,17 @@ impl Accounts for SqliteAccounts {
     }
 
     async fn find(&self, id: PlayerId) -> Result<Option<Account>, AccountError> {
-        let row: Option<(String, bool)> =
-            sqlx::query_as("SELECT username, guest FROM players WHERE id = $1")
+        let row: Option<(String, bool, bool)> =
+            sqlx::query_as("SELECT username, guest, moderator FROM players WHERE id = $1")
                 .bind(id.0)
                 .fetch_optional(&self.pool)
                 .await?;
-        Ok(row.map(|(name, guest)| Account { id, name, guest }))
+        Ok(row.map(|(name, guest, moderator)| Account {
+            id,
+            name,
+            guest,
+            moderator,
+        }))
     }
 
     async fn preferences(&self, id: PlayerId) -> Result<Option<String>, AccountError> {

@@ -561,6 +561,9 @@ impl<A: Accounts> Connection<A> {
                 if !self.follow_room() {
                     return self.refuse_follow(id, None);
                 }
+                if rated && !player.guest && self.marked(&player.id).await {
+                    return self.restricted(id);
+                }
                 let variant = frontier_platform::convert::variant_to_proto(variant);
                 if !self
                     .clock_and_creation_admitted(
@@ -663,10 +666,14 @@ impl<A: Accounts> Connection<A> {
                 if !self.follow_room() {
                     return self.refuse_follow(id, None);
                 }
+                // The board's code says nothing of whether it is rated: a marked player
+                // joins as casual-only, and game-session refuses a rated board.
+                let casual_only = !player.guest && self.marked(&player.id).await;
                 match sessions
                     .join_board(pb::JoinBoardRequest {
                         player: Some(player),
                         code,
+                        casual_only,
                     })
                     .await
                 {
@@ -903,6 +910,19 @@ impl<A: Accounts> Connection<A> {
         if game_id.parse::<GameId>().is_err() {
             return self.error(id, Some(&game_id), ErrorCode::GameNotFound, "no such game");
         }
+        // A rematch of a rated game is rated: a marked player may neither offer nor accept
+        // one (declining stays open).
+        if !matches!(call, RematchCall::Decline)
+            && self.marked(player).await
+            && self.rated_game(&game_id, player).await
+        {
+            return self.error(
+                id,
+                Some(&game_id),
+                ErrorCode::FairPlayRestricted,
+                "fair play restricted you to casual games; this game was rated",
+            );
+        }
         let request = pb::RematchRequest {
             game_id: game_id.clone(),
             player_id: player.to_owned(),
@@ -972,6 +992,9 @@ impl<A: Accounts> Connection<A> {
         let Some(link) = self.matchmaking(id) else {
             return;
         };
+        if pools.iter().any(|p| p.rated) && !player.guest && self.marked(&player.id).await {
+            return self.restricted(id);
+        }
         let player_id = player.id.clone();
         let request = mm::SeekRequest {
             player: Some(player),
@@ -1048,6 +1071,41 @@ impl<A: Accounts> Connection<A> {
             }
             Err(status) => self.refused(id, None, status.into()),
         }
+    }
+
+    /// Whether fair play marked this player (casual games only); `false` when fair play is
+    /// not configured or does not answer (`moderation::is_marked`).
+    async fn marked(&self, player: &str) -> bool {
+        crate::moderation::is_marked(self.state.fairplay.as_ref(), player).await
+    }
+
+    /// Whether this game is rated, from game-session's view of it (`false` when it cannot
+    /// say: the rematch call that follows gets game-session's own answer).
+    async fn rated_game(&self, game: &str, player: &str) -> bool {
+        let mut sessions = self.state.sessions.clone();
+        let view = sessions
+            .get_view(pb::GetViewRequest {
+                game_id: game.to_owned(),
+                player_id: player.to_owned(),
+            })
+            .await;
+        let Ok(view) = view else {
+            return false;
+        };
+        serde_json::from_slice::<serde_json::Value>(&view.into_inner().frame)
+            .ok()
+            .and_then(|frame| frame["game"]["rated"].as_bool())
+            .unwrap_or(false)
+    }
+
+    /// Refuses a rated seek or board of a marked player.
+    fn restricted(&self, id: Option<&str>) {
+        self.error(
+            id,
+            None,
+            ErrorCode::FairPlayRestricted,
+            "fair play restricted you to casual games",
+        );
     }
 
     fn refused(&self, id: Option<&str>, game_id: Option<&str>, refusal: Refusal) {

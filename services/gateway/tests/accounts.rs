@@ -1,5 +1,5 @@
 //! The accounts stores — Postgres (production), SQLite (`frontier dev`) and memory — pass
-//! the same scenarios.
+//! the same scenarios, the moderator role included.
 
 use frontier_gateway::accounts::{AccountError, Accounts, MemoryAccounts, PgAccounts};
 use frontier_gateway::hashing::HashPool;
@@ -89,9 +89,52 @@ async fn every_scenario<A: Accounts>(accounts: A) {
     );
 }
 
+/// The moderator role: none at registration; granted by name (any case), seen by login
+/// and `find`; revoked; never for guests or unknown names (`set` grants or revokes by name
+/// and answers the stored name).
+async fn moderator_scenario<A, F, Fut>(accounts: A, set: F)
+where
+    A: Accounts,
+    F: Fn(String, bool) -> Fut,
+    Fut: std::future::Future<Output = Option<String>>,
+{
+    let judge = accounts
+        .register("Judge", "a long passphrase")
+        .await
+        .expect("registered");
+    assert!(!judge.moderator);
+    let guest = accounts.create_guest().await.expect("guest");
+    assert!(!guest.moderator);
+    assert_eq!(set("jUdGe".into(), true).await.as_deref(), Some("Judge"));
+    let login = accounts
+        .login("judge", "a long passphrase")
+        .await
+        .expect("login");
+    assert!(login.moderator);
+    let found = accounts.find(judge.id).await.expect("find").expect("there");
+    assert!(found.moderator);
+    assert_eq!(set(guest.name.clone(), true).await, None);
+    assert_eq!(set("nobody".into(), true).await, None);
+    assert_eq!(set("JUDGE".into(), false).await.as_deref(), Some("Judge"));
+    assert!(
+        !accounts
+            .login("judge", "a long passphrase")
+            .await
+            .expect("login")
+            .moderator
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn memory_accounts_pass_every_scenario() {
     every_scenario(MemoryAccounts::new(hasher())).await;
+    let accounts = MemoryAccounts::new(hasher());
+    let handle = accounts.clone();
+    moderator_scenario(accounts, |name, on| {
+        let handle = handle.clone();
+        async move { handle.set_moderator(&name, on) }
+    })
+    .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -99,7 +142,27 @@ async fn sqlite_accounts_pass_every_scenario() {
     let pool = frontier_platform::sqlite::in_memory()
         .await
         .expect("SQLite");
-    every_scenario(SqliteAccounts::open(pool, hasher()).await.expect("migrate")).await;
+    every_scenario(
+        SqliteAccounts::open(pool.clone(), hasher())
+            .await
+            .expect("migrate"),
+    )
+    .await;
+    let fresh = frontier_platform::sqlite::in_memory()
+        .await
+        .expect("SQLite");
+    let accounts = SqliteAccounts::open(fresh.clone(), hasher())
+        .await
+        .expect("migrate");
+    moderator_scenario(accounts, |name, on| {
+        let pool = fresh.clone();
+        async move {
+            frontier_gateway::sqlite::set_moderator(&pool, &name, on)
+                .await
+                .expect("stored")
+        }
+    })
+    .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -111,4 +174,20 @@ async fn postgres_accounts_pass_every_scenario() {
         .await
         .expect("migrate");
     every_scenario(PgAccounts::new(pool, hasher())).await;
+    let url = frontier_testkit::fresh_database().await.expect("Postgres");
+    let pool = sqlx::PgPool::connect(&url).await.expect("connect");
+    frontier_gateway::accounts::MIGRATOR
+        .run(&pool)
+        .await
+        .expect("migrate");
+    let handle = pool.clone();
+    moderator_scenario(PgAccounts::new(pool, hasher()), |name, on| {
+        let pool = handle.clone();
+        async move {
+            frontier_gateway::accounts::set_moderator_pg(&pool, &name, on)
+                .await
+                .expect("stored")
+        }
+    })
+    .await;
 }

@@ -97,6 +97,19 @@ function tokenValid(token) {
   }
 }
 
+/**
+ * Whether the token carries the moderator claim: read from its payload for display only
+ * (the Moderation link and screens); the server checks the role on every call.
+ */
+function isModerator(token = app.token) {
+  try {
+    const payload = JSON.parse(atob(token.split('.')[1].replace(/-/g, '+').replace(/_/g, '/')));
+    return payload.moderator === true;
+  } catch {
+    return false;
+  }
+}
+
 function signIn({ token, player }) {
   app.token = token;
   app.player = player;
@@ -397,6 +410,7 @@ function header() {
     <nav>
       ${app.player ? `<a href="#/">${t('play')}</a>` : ''}
       <a href="#/leaderboard">${t('leaderboard')}</a>
+      ${app.token && isModerator() ? `<a href="#/moderation">${t('moderation')}</a>` : ''}
       ${who}
     </nav>
     <div class="prefs">
@@ -466,6 +480,7 @@ function render() {
   else if (route.startsWith('#/player/')) screen = '<main id="main" class="dashboard"></main>';
   else if (route.startsWith('#/record/')) screen = '<main id="main" class="record"></main>';
   else if (route.startsWith('#/leaderboard')) screen = '<main id="main" class="leaderboard"></main>';
+  else if (route.startsWith('#/moderation')) screen = '<main id="main" class="moderation"></main>';
   else screen = lobbyScreen();
   main.innerHTML = header() + screen;
   bindHeader();
@@ -476,6 +491,9 @@ function render() {
   else if (route.startsWith('#/player/')) renderDashboard(route.slice(9));
   else if (route.startsWith('#/record/')) renderRecord(route.slice(9));
   else if (route.startsWith('#/leaderboard')) renderLeaderboard();
+  else if (route.startsWith('#/moderation/report/')) renderReport(route.slice(20));
+  else if (route.startsWith('#/moderation/log')) renderAuditLog();
+  else if (route.startsWith('#/moderation')) renderModerationQueue();
   else bindLobby();
 }
 
@@ -1442,6 +1460,152 @@ async function renderLeaderboard() {
   } catch (e) {
     main.innerHTML = `<p class="error">${esc(apiErrorText(e))}</p>`;
   }
+}
+
+// ---------------------------------------------------------------- moderation
+
+// The fair-play moderators' screens (docs/protocol.md, Moderation): the queue of reports,
+// a report's analysed games with the flagged moves, dismiss / mark with a note, and the
+// audit log. Shown to a token with the moderator claim; the server refuses anyone else
+// (`forbidden`), which these screens show as any error.
+const MOD_STATUSES = ['open', 'dismissed', 'marked', 'all'];
+const modState = { status: 'open', cursor: null, logCursor: null };
+
+function modApi(path, options = {}) {
+  return api(path, { ...options, token: app.token });
+}
+
+function modNav(current) {
+  const link = (href, key) => `<a href="${href}" ${current === key ? 'aria-current="page"' : ''}>${t(key)}</a>`;
+  return `<nav class="row mod-nav" aria-label="${t('moderation')}">${link('#/moderation', 'modReports')} ${link('#/moderation/log', 'modLog')}</nav>`;
+}
+
+const fmtWhen = (ms) => new Date(ms).toLocaleString(lang());
+const pct = (x) => `${Math.round(x * 100)}%`;
+
+function reasonText(r) {
+  const name = t('fpReason_' + r.code);
+  return `${name === 'fpReason_' + r.code ? esc(r.code) : name} (${esc(String(r.value))} / ${esc(String(r.threshold))})`;
+}
+
+function modError(main, e) {
+  main.innerHTML = `<section class="card"><h1>${t('moderation')}</h1>${modNav()}<p class="error" role="alert">${esc(apiErrorText(e))}</p></section>`;
+}
+
+async function renderModerationQueue() {
+  const main = $('#main.moderation');
+  main.innerHTML = `<p class="loading">${t('loading')}</p>`;
+  let page;
+  try {
+    const cursor = modState.cursor ? `&cursor=${encodeURIComponent(modState.cursor)}` : '';
+    page = await modApi(`/api/moderation/reports?status=${modState.status}&limit=20${cursor}`);
+  } catch (e) {
+    modError(main, e);
+    return;
+  }
+  const rows = page.reports.map((r) => `<tr data-report="${esc(r.id)}"><td><a href="#/moderation/report/${esc(r.id)}">${esc(r.player.name)}</a></td><td>${t('variant_' + r.variant)}</td><td class="score">${Math.round(r.score)}</td><td>${r.reasons.map(reasonText).join(', ')}</td><td>${r.games}</td><td>${t('modStatus_' + r.status)}</td><td>${fmtWhen(r.created_at)}</td></tr>`).join('');
+  main.innerHTML = `<section class="card"><h1>${t('moderation')}</h1>${modNav('modReports')}
+    <label>${t('modStatus')} <select id="mod-status">${options(MOD_STATUSES, modState.status, (v) => t('modStatus_' + v))}</select></label>
+    <table class="mod-queue"><thead><tr><th>${t('player')}</th><th>${t('variant')}</th><th>${t('modScore')}</th><th>${t('modReasons')}</th><th>${t('games')}</th><th>${t('modStatus')}</th><th>${t('date')}</th></tr></thead>
+    <tbody>${rows || `<tr><td colspan="7">${t('modNoReports')}</td></tr>`}</tbody></table>
+    <p class="row">${modState.cursor ? `<button type="button" id="mod-first">${t('firstPage')}</button>` : ''}${page.next ? `<button type="button" id="mod-next" data-next="${esc(page.next)}">${t('modOlder')}</button>` : ''}</p></section>`;
+  $('#mod-status').onchange = (e) => {
+    modState.status = e.target.value;
+    modState.cursor = null;
+    renderModerationQueue();
+  };
+  const next = $('#mod-next');
+  if (next) next.onclick = () => {
+    modState.cursor = next.dataset.next;
+    renderModerationQueue();
+  };
+  const first = $('#mod-first');
+  if (first) first.onclick = () => {
+    modState.cursor = null;
+    renderModerationQueue();
+  };
+}
+
+function analysedGame(g, i) {
+  const moves = g.moves.map((m) => `<tr class="${m.flagged ? 'flagged' : ''}"${m.flagged ? ' data-flagged="true"' : ''}><td>${m.ply}</td><td>${esc(m.played)}</td><td>${esc(m.best)}</td><td>${m.loss_cp}</td><td>${m.think_ms ? (m.think_ms / 1000).toFixed(1) : '–'}</td><td>${m.skipped ? t('modSkip_' + m.skipped) : ''}</td><td>${m.flagged ? `<strong>⚑ ${t('modFlagged')}</strong>` : ''}</td></tr>`).join('');
+  return `<section class="card mod-game" aria-labelledby="mod-game-${i}">
+    <h2 id="mod-game-${i}">${t('vs')} ${esc(g.opponent)} · ${t(g.color)} · ${t('variant_' + g.variant)}</h2>
+    <p>${fmtWhen(g.ended_at)} · <a href="#/record/${esc(g.id)}">${t('modReplay')}</a></p>
+    <dl class="mod-stats"><dt>${t('modScore')}</dt><dd>${Math.round(g.score)}</dd><dt>${t('rating')}</dt><dd>${Math.round(g.rating)}</dd><dt>${t('modTop1')}</dt><dd>${pct(g.top1)}</dd><dt>${t('modAcpl')}</dt><dd>${g.acpl}</dd><dt>${t('modNearBest')}</dt><dd>${pct(g.near_best)}</dd><dt>${t('modThinkCv')}</dt><dd>${g.think_cv}</dd><dt>${t('modCounted')}</dt><dd>${g.counted_moves}</dd></dl>
+    <table class="mod-moves"><caption class="sr">${t('modMoves')}</caption><thead><tr><th>${t('modPly')}</th><th>${t('modPlayed')}</th><th>${t('modBest')}</th><th>${t('modLoss')}</th><th>${t('modThink')}</th><th>${t('modSkipped')}</th><th>${t('modFlagged')}</th></tr></thead><tbody>${moves}</tbody></table>
+  </section>`;
+}
+
+async function renderReport(id) {
+  const main = $('#main.moderation');
+  main.innerHTML = `<p class="loading">${t('loading')}</p>`;
+  let detail;
+  try {
+    detail = await modApi(`/api/moderation/reports/${encodeURIComponent(id)}`);
+  } catch (e) {
+    modError(main, e);
+    return;
+  }
+  const r = detail.report;
+  const decided = r.decided ? `<p class="mod-decided">${t('modDecided', { name: r.decided.by.name, date: fmtWhen(r.decided.at) })}${r.decided.note ? `: ${esc(r.decided.note)}` : ''}</p>` : '';
+  const actions = r.status === 'open'
+    ? `<button type="button" id="mod-dismiss">${t('modDismiss')}</button> <button type="button" id="mod-mark" class="danger">${t('modMark')}</button>`
+    : r.status === 'marked' ? `<button type="button" id="mod-unmark">${t('modUnmark')}</button>` : '';
+  main.innerHTML = `<section class="card"><h1>${t('modReportOn', { name: r.player.name })}</h1>${modNav()}
+    <p>${t('variant_' + r.variant)} · ${t('modStatus_' + r.status)} · ${t('modScore')} <strong>${Math.round(r.score)}</strong> · ${t('rating')} ${Math.round(r.rating)} · ${t('games')} ${r.games}</p>
+    <h2>${t('modReasons')}</h2><ul class="mod-reasons">${r.reasons.map((x) => `<li>${reasonText(x)}${x.detail ? ` — ${esc(x.detail)}` : ''}</li>`).join('')}</ul>
+    ${decided}
+    ${actions ? `<form id="mod-decide" class="mod-decide"><label>${t('modNote')} <textarea id="mod-note" maxlength="500" rows="2"></textarea></label><p class="row">${actions}</p><p class="error" id="mod-error" role="alert"></p></form>` : ''}
+  </section>
+  ${detail.games.map(analysedGame).join('')}`;
+  const form = $('#mod-decide');
+  if (!form) return;
+  form.onsubmit = (e) => e.preventDefault();
+  const act = async (button, confirmKey, yesKey, call) => {
+    const ok = await confirmInPage({ text: t(confirmKey, { name: r.player.name }), yes: t(yesKey), opener: '#' + button });
+    if (!ok) return;
+    try {
+      await call($('#mod-note').value);
+      renderReport(id);
+    } catch (err) {
+      $('#mod-error').textContent = apiErrorText(err);
+    }
+  };
+  const decide = (action) => (note) => modApi(`/api/moderation/reports/${encodeURIComponent(id)}/decision`, { method: 'POST', body: { action, note } });
+  const dismiss = $('#mod-dismiss');
+  if (dismiss) dismiss.onclick = () => act('mod-dismiss', 'modConfirmDismiss', 'modDismiss', decide('dismiss'));
+  const mark = $('#mod-mark');
+  if (mark) mark.onclick = () => act('mod-mark', 'modConfirmMark', 'modMark', decide('mark'));
+  const unmark = $('#mod-unmark');
+  if (unmark) unmark.onclick = () => act('mod-unmark', 'modConfirmUnmark', 'modUnmark', (note) => modApi(`/api/moderation/players/${encodeURIComponent(r.player.id)}/unmark`, { method: 'POST', body: { note } }));
+}
+
+async function renderAuditLog() {
+  const main = $('#main.moderation');
+  main.innerHTML = `<p class="loading">${t('loading')}</p>`;
+  let page;
+  try {
+    const cursor = modState.logCursor ? `&cursor=${encodeURIComponent(modState.logCursor)}` : '';
+    page = await modApi(`/api/moderation/log?limit=50${cursor}`);
+  } catch (e) {
+    modError(main, e);
+    return;
+  }
+  const rows = page.entries.map((x) => `<tr><td>${fmtWhen(x.at)}</td><td>${t('modAction_' + x.action)}</td><td>${x.report_id ? `<a href="#/moderation/report/${esc(x.report_id)}">${esc(x.player.name)}</a>` : esc(x.player.name)}</td><td>${esc(x.moderator.name)}</td><td>${esc(x.note)}</td></tr>`).join('');
+  main.innerHTML = `<section class="card"><h1>${t('modLog')}</h1>${modNav('modLog')}
+    <table class="mod-log"><thead><tr><th>${t('date')}</th><th>${t('modAction')}</th><th>${t('player')}</th><th>${t('modModerator')}</th><th>${t('modNote')}</th></tr></thead>
+    <tbody>${rows || `<tr><td colspan="5">${t('modNoEntries')}</td></tr>`}</tbody></table>
+    <p class="row">${modState.logCursor ? `<button type="button" id="log-first">${t('firstPage')}</button>` : ''}${page.next ? `<button type="button" id="log-next" data-next="${esc(page.next)}">${t('modOlder')}</button>` : ''}</p></section>`;
+  const next = $('#log-next');
+  if (next) next.onclick = () => {
+    modState.logCursor = next.dataset.next;
+    renderAuditLog();
+  };
+  const first = $('#log-first');
+  if (first) first.onclick = () => {
+    modState.logCursor = null;
+    renderAuditLog();
+  };
 }
 
 async function renderRecord(id) {
