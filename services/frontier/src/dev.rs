@@ -195,7 +195,7 @@ async fn start_on<A: Accounts, S: RatingStore>(
     // game-session, on the in-memory store and bus; finished games go to rating.
     let events = LocalBus::new(4096);
     let deadlines = MemoryDeadlines::new();
-    let (finished_tx, finished_rx) = tokio::sync::mpsc::unbounded_channel();
+    let (finished_tx, finished_games) = tokio::sync::mpsc::unbounded_channel();
     let (layouts, settings) = frontier_game_session::rules_of_play(&config.play)?;
     let bus = MemoryBus::on(ns.clone(), events.clone()).with_finished_sink(finished_tx);
     let bot_jobs = bus.jobs();
@@ -238,6 +238,18 @@ async fn start_on<A: Accounts, S: RatingStore>(
         .serve(shutdown.clone()),
     );
 
+    // Finished games go to rating and to fair play, each its own copy.
+    let (rating_tx, finished_rx) = tokio::sync::mpsc::unbounded_channel();
+    let (screen_tx, screen_rx) = tokio::sync::mpsc::unbounded_channel();
+    tasks.spawn(async move {
+        let mut finished = finished_games;
+        while let Some(record) = finished.recv().await {
+            let _ = rating_tx.send(record.clone());
+            let _ = screen_tx.send(record);
+        }
+        Ok(())
+    });
+
     // Rating: records what game-session finishes, serves the dashboard reads.
     let recorded = Arc::new(frontier_rating::ConsumerStats::default());
     {
@@ -264,6 +276,38 @@ async fn start_on<A: Accounts, S: RatingStore>(
     ));
     let ratings = frontier_gateway::records::RatingClient::new(traced(
         rating_connector.channel("http://rating.in-process"),
+    ));
+
+    // Fair play: screens the rated games in memory (reports, marks and decisions last as
+    // long as the process), with ratings from the rating service; its API behind the
+    // gateway's moderator endpoints.
+    let screening = frontier_fairplay_service::MemoryStore::new(Default::default());
+    let screen = frontier_fairplay_service::consume_local(
+        screening.clone(),
+        screen_rx,
+        frontier_fairplay_service::ConsumerSettings::named("dev"),
+        frontier_fairplay_service::Analyser {
+            settings: Default::default(),
+            ratings: frontier_fairplay_service::RatingSource::over(
+                rating_connector.channel("http://rating.in-process"),
+            ),
+            clock: time.clone(),
+        },
+        Arc::default(),
+        shutdown.clone(),
+    );
+    tasks.spawn(async move {
+        screen.await;
+        Ok(())
+    });
+    let (fairplay_connector, fairplay_listener) = inproc::pair();
+    tasks.spawn(frontier_fairplay_service::serve_api(
+        fairplay_listener,
+        frontier_fairplay_service::grpc::FairPlayService::new(screening, time.clone()),
+        shutdown.clone(),
+    ));
+    let fairplay = frontier_gateway::moderation::FairPlayClient::new(traced(
+        fairplay_connector.channel("http://fairplay.in-process"),
     ));
 
     // Matchmaking: tickets in memory, ratings from the rating service, games through
@@ -300,7 +344,7 @@ async fn start_on<A: Accounts, S: RatingStore>(
         ratings: Some(ratings),
         // The fair-play service is not part of dev mode yet: nobody is marked, and the
         // moderation API answers 503 `unavailable`.
-        fairplay: None,
+        fairplay: Some(fairplay),
         matchmaking: Some(matchmaking),
         jwt: JwtKeys::new(jwt_secret.as_bytes(), config.jwt_ttl).map_err(anyhow::Error::msg)?,
         sessions: sessions(),
