@@ -6,7 +6,8 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { existsSync, mkdirSync, readFileSync, readdirSync, statSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { createRequire } from 'node:module';
 import { gzipSync } from 'node:zlib';
@@ -47,9 +48,14 @@ after(async () => {
   if (server) server.kill('SIGTERM');
 });
 
-/** A `frontier dev --memory` on a free port with the test hooks and `extra` flags: {proc, base}. */
-async function startServer(extra) {
-  const proc = spawn(BIN, ['dev', '--memory', '--listen', '127.0.0.1:0', '--test-fixed-layout', LAYOUT, '--test-clock-minute', '21s', '--hash-threads', '2', ...extra], {
+/**
+ * A `frontier dev --memory` on a free port with the test hooks and `extra` flags: {proc, base}.
+ * `data`: a folder instead of memory (accounts in its SQLite `frontier.db`, which `frontier
+ * admin` can reach).
+ */
+async function startServer(extra, { data } = {}) {
+  const store = data ? ['--data', data] : ['--memory'];
+  const proc = spawn(BIN, ['dev', ...store, '--listen', '127.0.0.1:0', '--test-fixed-layout', LAYOUT, '--test-clock-minute', '21s', '--hash-threads', '2', ...extra], {
     stdio: ['ignore', 'pipe', 'inherit'],
     env: { ...process.env, RUST_LOG: process.env.RUST_LOG || 'warn' },
   });
@@ -1381,6 +1387,321 @@ test('accessibility: axe-core finds no serious or critical violation on the entr
   await white.context.close();
   await black.context.close();
   assert.deepEqual(found, [], `axe-core: ${found.length} serious or critical violations`);
+});
+
+// ---------------------------------------------------------------- moderation (issue 27)
+
+/** Errors thrown in the page (a screen that crashed instead of showing what went wrong). */
+function pageErrors(page) {
+  const errors = [];
+  page.on('pageerror', (e) => errors.push(e.message));
+  return errors;
+}
+
+const modLink = (page) => page.locator('header.top nav a[href="#/moderation"]');
+
+async function goHash(page, hash) {
+  await page.evaluate((h) => (location.hash = h), hash);
+}
+
+test('moderation: a player who is not a moderator sees no Moderation entry, and the moderation screens reached directly say "for moderators only" (403 forbidden) instead of breaking', { skip: SKIP || false }, async () => {
+  const suffix = Math.random().toString(36).slice(2, 7);
+  const me = await player();
+  const errors = pageErrors(me.page);
+  await register(me.page, `nomod${suffix}`);
+  await me.page.waitForSelector('#create');
+  assert.equal(await modLink(me.page).count(), 0, 'no Moderation entry for a player without the role');
+  // The server refuses the token (the client's view of the claim is for display only).
+  const answers = await me.page.evaluate(async () => {
+    const get = async (headers) => {
+      const r = await fetch('/api/moderation/reports', { headers });
+      return [r.status, (await r.json()).error.code];
+    };
+    return [await get({}), await get({ authorization: `Bearer ${window.frontier.token}` })];
+  });
+  assert.deepEqual(answers, [[401, 'token_missing'], [403, 'forbidden']]);
+  for (const hash of ['#/moderation', '#/moderation/log', '#/moderation/report/some-report']) {
+    await goHash(me.page, hash);
+    const alert = me.page.locator('#main.moderation .error[role=alert]');
+    await alert.waitFor({ timeout: WAIT });
+    assert.equal((await alert.textContent()).trim(), 'For fair-play moderators only.', hash);
+    assert.equal(await me.page.locator('#main.moderation table, #main.moderation .mod-nav, #mod-decide').count(), 0, `${hash}: no moderation table, links or actions for a non-moderator`);
+    // The header stays usable: back to the lobby.
+    assert.equal(await modLink(me.page).count(), 0);
+  }
+  // In Italian too (the refusal is translated, not the server's English message).
+  await me.page.selectOption('#lang', 'it');
+  await me.page.waitForSelector('#main.moderation .error[role=alert]', { timeout: WAIT });
+  await me.page.waitForFunction(() => /moderatori/.test(document.querySelector('#main.moderation .error').textContent), null, { timeout: WAIT });
+  await me.page.selectOption('#lang', 'en');
+  await shot(me.page, 'moderation-forbidden');
+  await me.page.click('header.top nav a[href="#/"]');
+  await me.page.waitForSelector('#create', { timeout: WAIT });
+  // A guest is refused the same way.
+  const guest = await player();
+  const guestErrors = pageErrors(guest.page);
+  await enterAsGuest(guest.page);
+  assert.equal(await modLink(guest.page).count(), 0);
+  await goHash(guest.page, '#/moderation');
+  await guest.page.waitForSelector('#main.moderation .error[role=alert]', { timeout: WAIT });
+  assert.equal((await guest.page.textContent('#main.moderation .error')).trim(), 'For fair-play moderators only.');
+  await me.context.close();
+  await guest.context.close();
+  assert.deepEqual([...errors, ...guestErrors], [], 'no script error on the refused screens');
+});
+
+/**
+ * A moderator on its own `frontier dev` (an SQLite `--data` folder, so that `frontier admin
+ * grant-moderator` reaches its accounts): registered through the page, granted the role by
+ * the operator command, signed in again. Made once, shared by the moderation tests; the
+ * server and its folder go at the end of the file's tests.
+ */
+let moderatorMade;
+function moderatorSession() {
+  moderatorMade ||= (async () => {
+    const dir = mkdtempSync(`${tmpdir()}/frontier-mod-`);
+    const own = await startServer([], { data: dir });
+    cleanups.push(() => {
+      own.proc.kill('SIGTERM');
+      rmSync(dir, { recursive: true, force: true });
+    });
+    const name = `mod${Math.random().toString(36).slice(2, 7)}`;
+    const me = await player(undefined, { at: own.base });
+    await register(me.page, name);
+    await me.page.waitForSelector('#create', { timeout: WAIT });
+    assert.equal(await modLink(me.page).count(), 0, 'no Moderation entry before the grant');
+    const granted = await new Promise((resolve, reject) => {
+      const admin = spawn(BIN, ['admin', 'grant-moderator', name.toUpperCase(), '--database-url', `sqlite:${dir}/frontier.db`], { stdio: ['ignore', 'pipe', 'pipe'] });
+      let out = '';
+      admin.stdout.on('data', (d) => (out += d));
+      admin.stderr.on('data', (d) => (out += d));
+      admin.on('error', reject);
+      admin.on('exit', (code) => resolve({ code, out }));
+    });
+    assert.equal(granted.code, 0, `frontier admin grant-moderator: ${granted.out}`);
+    assert.match(granted.out, new RegExp(`${name} is a moderator`));
+    // The role is in the token from the next sign-in: not before.
+    await me.page.reload();
+    await me.page.waitForSelector('#create', { timeout: WAIT });
+    assert.equal(await modLink(me.page).count(), 0, 'the token the player holds carries no role yet');
+    await me.page.click('#signout');
+    await me.page.fill('input[name=username]', name);
+    await me.page.fill('input[name=password]', 'correct horse battery 9');
+    await me.page.click('button[name=login]');
+    await me.page.waitForFunction(() => window.frontier.status === 'online', null, { timeout: WAIT });
+    return { own, dir, name, ...me };
+  })();
+  return moderatorMade;
+}
+const cleanups = [];
+after(async () => {
+  for (const c of cleanups) c();
+});
+
+test('moderation: a player granted the role by `frontier admin grant-moderator` (on frontier dev\'s SQLite file) gets the Moderation entry at the next sign-in; the empty queue, its status filter and the empty audit log render, and pass axe-core in all five languages, light and dark', { skip: SKIP || false }, async () => {
+  const { page, name } = await moderatorSession();
+  const errors = pageErrors(page);
+  await modLink(page).waitFor({ timeout: WAIT });
+  // The gateway agrees: the moderation API answers the new token.
+  const status = await page.evaluate(async () => (await fetch('/api/moderation/reports', { headers: { authorization: `Bearer ${window.frontier.token}` } })).status);
+  assert.equal(status, 200, `${name}'s token is a moderator's`);
+  await modLink(page).click();
+  await page.waitForSelector('#main.moderation table.mod-queue', { timeout: WAIT });
+  assert.equal(await page.getAttribute('.mod-nav a[href="#/moderation"]', 'aria-current'), 'page');
+  assert.equal((await page.textContent('table.mod-queue tbody')).trim(), 'No reports here.');
+  assert.equal(await page.inputValue('#mod-status'), 'open');
+  const found = [];
+  await axeInEveryLanguage(page, 'moderation queue (empty)', found);
+  await shot(page, 'moderation-queue-empty');
+  // The status filter asks the server for that status, and keeps the choice and the focus.
+  for (const status of ['dismissed', 'marked', 'all', 'open']) {
+    const asked = page.waitForRequest((r) => r.url().includes('/api/moderation/reports?') && new URL(r.url()).searchParams.get('status') === status, { timeout: WAIT });
+    await page.selectOption('#mod-status', status);
+    await asked;
+    await page.waitForFunction((s) => document.querySelector('#mod-status')?.value === s && document.querySelector('table.mod-queue'), status, { timeout: WAIT });
+    assert.equal((await page.textContent('table.mod-queue tbody')).trim(), 'No reports here.');
+    assert.equal(await page.evaluate(() => document.activeElement?.id), 'mod-status', 'focus stays on the filter');
+  }
+  // The audit log.
+  await page.click('.mod-nav a[href="#/moderation/log"]');
+  await page.waitForSelector('#main.moderation table.mod-log', { timeout: WAIT });
+  assert.equal(await page.getAttribute('.mod-nav a[href="#/moderation/log"]', 'aria-current'), 'page');
+  assert.equal((await page.textContent('table.mod-log tbody')).trim(), 'No decisions yet.');
+  await axeInEveryLanguage(page, 'moderation audit log (empty)', found);
+  await shot(page, 'moderation-log-empty');
+  // An unknown report: the server's 404, as a message.
+  await goHash(page, '#/moderation/report/no-such-report');
+  await page.waitForSelector('#main.moderation .error[role=alert]', { timeout: WAIT });
+  assert.equal((await page.textContent('#main.moderation .error')).trim(), 'No report has that id.');
+  assert.deepEqual(found, [], `axe-core: ${found.length} serious or critical violations`);
+  assert.deepEqual(errors, []);
+});
+
+/**
+ * The moderation API as the gateway would answer it for a queue with two open reports
+ * (docs/protocol.md, Moderation), served to `page` by interception: the real flow is the Rust
+ * tests'; this one is the screens' rendering and what they send. Returns what was posted.
+ */
+async function fakeModerationApi(page, moderator) {
+  const now = Date.UTC(2026, 0, 15, 12, 0, 0);
+  const move = (ply, played, best, loss, think, extra = {}) => ({ ply, played, best, loss_cp: loss, think_ms: think, legal_moves: 30, near_best: 2, skipped: null, flagged: false, ...extra });
+  const reports = [
+    {
+      id: 'rep-a1', player: { id: 'p-engine', name: 'engineuser' }, variant: 'standard', status: 'open', score: 91.5,
+      reasons: [{ code: 'engine_agreement', value: 0.93, threshold: 0.8, detail: '20 games' }, { code: 'steady_think_time', value: 0.11, threshold: 0.25, detail: null }],
+      games: 20, rating: 1510, created_at: now, updated_at: now, decided: null,
+    },
+    {
+      id: 'rep-b2', player: { id: 'p-other', name: 'someone' }, variant: 'hidden', status: 'open', score: 73,
+      reasons: [{ code: 'low_centipawn_loss', value: 9.5, threshold: 15, detail: null }],
+      games: 12, rating: 1400, created_at: now - 60000, updated_at: now - 60000, decided: null,
+    },
+  ];
+  const games = {
+    'rep-a1': [
+      {
+        id: 'g-1', variant: 'standard', color: 'white', opponent: 'bob', result: 'white', rating: 1500, counted_moves: 31, top1: 0.94, acpl: 8.2, near_best: 0.97, think_cv: 0.12, score: 88, ended_at: now - 120000,
+        moves: [move(1, 'e2e4', 'e2e4', 0, 1200, { skipped: 'opening' }), move(21, 'g1f3', 'g1f3', 0, 2100, { flagged: true }), move(23, 'f3e5', 'd2d4', 35, 2050), move(25, 'e5f7', 'e5f7', 0, 2000, { flagged: true }), move(27, 'h1g1', 'h1g1', 0, 0, { skipped: 'only_move' })],
+      },
+      {
+        id: 'g-2', variant: 'standard', color: 'black', opponent: 'carol', result: 'black', rating: 1505, counted_moves: 28, top1: 0.9, acpl: 11, near_best: 0.95, think_cv: 0.15, score: 84, ended_at: now - 600000,
+        moves: [move(22, 'c7c5', 'c7c5', 0, 1900, { flagged: true }), move(24, 'b8c6', 'g8f6', 20, 1700)],
+      },
+    ],
+    'rep-b2': [],
+  };
+  const log = [];
+  const posted = [];
+  const json = (route, status, body) => route.fulfill({ status, contentType: 'application/json', body: JSON.stringify(body) });
+  await page.route((url) => url.pathname.startsWith('/api/moderation/'), async (route) => {
+    const req = route.request();
+    const url = new URL(req.url());
+    if (!/^Bearer .+/.test(req.headers().authorization || '')) return json(route, 401, { error: { code: 'token_missing', message: 'no token' } });
+    const parts = url.pathname.split('/').slice(3); // ['reports', id, 'decision'] …
+    if (req.method() === 'GET' && parts[0] === 'reports' && parts.length === 1) {
+      const status = url.searchParams.get('status') || 'open';
+      return json(route, 200, { reports: reports.filter((r) => status === 'all' || r.status === status) });
+    }
+    const report = reports.find((r) => r.id === parts[1]);
+    if (parts[0] === 'reports' && !report) return json(route, 404, { error: { code: 'report_not_found', message: 'no such report' } });
+    if (req.method() === 'GET' && parts[0] === 'reports' && parts.length === 2) return json(route, 200, { report, games: games[report.id] });
+    if (req.method() === 'POST' && parts[2] === 'decision') {
+      const body = req.postDataJSON();
+      posted.push({ path: url.pathname, body });
+      // The second report was decided by another moderator meanwhile.
+      if (report.id === 'rep-b2' || report.status !== 'open') return json(route, 409, { error: { code: 'already_decided', message: 'decided already' } });
+      report.status = body.action === 'mark' ? 'marked' : 'dismissed';
+      report.decided = { by: { id: 'p-mod', name: moderator }, at: now + 1000, note: body.note };
+      log.unshift({ action: body.action, report_id: report.id, player: report.player, moderator: { id: 'p-mod', name: moderator }, note: body.note, at: now + 1000 });
+      return json(route, 200, report);
+    }
+    if (req.method() === 'GET' && parts[0] === 'log') return json(route, 200, { entries: log });
+    return json(route, 400, { error: { code: 'bad_field', message: 'unexpected in this test' } });
+  });
+  return { posted, games };
+}
+
+test('moderation: a report\'s page (the API intercepted with a realistic answer) shows its reasons, its games and their moves with the flagged ones marked ⚑; dismiss and mark are confirmed in the page and post the action and the note; a report decided meanwhile says so; the queue, the report and the audit log with rows pass axe-core in all five languages, light and dark', { skip: SKIP || false }, async () => {
+  const { page, name } = await moderatorSession();
+  const errors = pageErrors(page);
+  const { posted, games } = await fakeModerationApi(page, name);
+  const found = [];
+  await goHash(page, '#/');
+  await modLink(page).click();
+  await page.waitForSelector('table.mod-queue', { timeout: WAIT });
+  if ((await page.inputValue('#mod-status')) !== 'open') await page.selectOption('#mod-status', 'open');
+  await page.waitForSelector('table.mod-queue tr[data-report="rep-a1"] + tr[data-report="rep-b2"]', { timeout: WAIT });
+  const row = await page.textContent('tr[data-report="rep-a1"]');
+  assert.match(row, /engineuser/);
+  assert.match(row, /Standard/i);
+  assert.match(row, /92/, 'the score, rounded');
+  assert.match(row, /Agreement with the engine \(0\.93 \/ 0\.8\)/);
+  await axeInEveryLanguage(page, 'moderation queue', found);
+  await shot(page, 'moderation-queue');
+
+  // The report: its reasons, two games, every move, the flagged ones marked.
+  await page.click('tr[data-report="rep-a1"] a');
+  await page.waitForSelector('#main.moderation .mod-game', { timeout: WAIT });
+  assert.equal(page.url().split('#')[1], '/moderation/report/rep-a1');
+  assert.match(await page.textContent('#main.moderation h1'), /Report on engineuser/);
+  assert.equal(await page.locator('.mod-reasons li').count(), 2);
+  assert.match(await page.textContent('.mod-reasons'), /20 games/);
+  assert.equal(await page.locator('.mod-game').count(), 2);
+  const shown = await page.$$eval('.mod-game', (sections) => sections.map((s) => ({
+    heading: s.querySelector('h2').textContent,
+    replay: s.querySelector('a[href^="#/record/"]').getAttribute('href'),
+    rows: [...s.querySelectorAll('.mod-moves tbody tr')].map((tr) => ({ flaggedClass: tr.classList.contains('flagged'), text: tr.textContent, cells: [...tr.cells].map((c) => c.textContent) })),
+  })));
+  for (const [i, g] of games['rep-a1'].entries()) {
+    assert.match(shown[i].heading, new RegExp(`vs ${g.opponent}`));
+    assert.equal(shown[i].replay, `#/record/${g.id}`);
+    assert.equal(shown[i].rows.length, g.moves.length, `game ${g.id}: every move listed`);
+    for (const [j, m] of g.moves.entries()) {
+      const r = shown[i].rows[j];
+      assert.equal(r.cells[0], String(m.ply));
+      assert.equal(r.cells[1], m.played);
+      assert.equal(r.cells[2], m.best);
+      assert.equal(r.flaggedClass, m.flagged, `ply ${m.ply} highlighted iff flagged`);
+      assert.equal(r.text.includes('⚑'), m.flagged, `ply ${m.ply}: ⚑ iff flagged`);
+    }
+  }
+  assert.match(shown[0].rows[0].text, /opening/);
+  assert.match(shown[0].rows[4].text, /only move/);
+  assert.equal(shown[0].rows[4].cells[4], '–', 'an unknown think time');
+  // The flagged rows' highlight is visible (a background, not only the mark).
+  const bg = await page.$eval('.mod-moves tr.flagged td', (td) => getComputedStyle(td).backgroundColor);
+  assert.notEqual(bg, 'rgba(0, 0, 0, 0)');
+  await axeInEveryLanguage(page, 'moderation report', found);
+  await shot(page, 'moderation-report');
+
+  // Mark, cancelled: nothing is sent, the focus is back on the button.
+  await page.click('#mod-mark');
+  assert.match(await page.textContent('#confirm-text'), /engineuser/);
+  await confirmInPage(page, false);
+  assert.equal(await page.evaluate(() => document.activeElement?.id), 'mod-mark');
+  assert.deepEqual(posted, []);
+  // Dismiss with a note, confirmed: the action and the note are posted; the page shows the decision.
+  await page.fill('#mod-note', 'Strong club player; think times vary with the position.');
+  await page.click('#mod-dismiss');
+  await confirmInPage(page, true);
+  await page.waitForSelector('.mod-decided', { timeout: WAIT });
+  assert.deepEqual(posted, [{ path: '/api/moderation/reports/rep-a1/decision', body: { action: 'dismiss', note: 'Strong club player; think times vary with the position.' } }]);
+  assert.match(await page.textContent('.mod-decided'), new RegExp(`Decided by ${name}.*Strong club player`));
+  assert.match(await page.textContent('#main.moderation section.card'), /Dismissed/);
+  assert.equal(await page.locator('#mod-dismiss, #mod-mark').count(), 0, 'a decided report offers no decision');
+
+  // The other report was decided by someone else meanwhile: the 409 is said, not thrown.
+  await goHash(page, '#/moderation/report/rep-b2');
+  await page.waitForSelector('#mod-mark', { timeout: WAIT });
+  assert.equal(await page.locator('.mod-game').count(), 0);
+  await page.click('#mod-mark');
+  await confirmInPage(page, true);
+  await page.waitForFunction(() => document.querySelector('#mod-error')?.textContent, null, { timeout: WAIT });
+  assert.equal(await page.textContent('#mod-error'), 'That report was decided already.');
+  assert.deepEqual(posted[1], { path: '/api/moderation/reports/rep-b2/decision', body: { action: 'mark', note: '' } });
+
+  // The queue's filter: the dismissed report under Dismissed, no longer under Open.
+  await page.click('.mod-nav a[href="#/moderation"]');
+  await page.waitForSelector('table.mod-queue', { timeout: WAIT });
+  await page.selectOption('#mod-status', 'dismissed');
+  await page.waitForFunction(() => document.querySelector('#mod-status')?.value === 'dismissed' && document.querySelector('tr[data-report="rep-a1"]'), null, { timeout: WAIT });
+  assert.equal(await page.locator('tr[data-report]').count(), 1);
+  await page.selectOption('#mod-status', 'open');
+  await page.waitForFunction(() => document.querySelector('#mod-status')?.value === 'open' && document.querySelector('tr[data-report="rep-b2"]'), null, { timeout: WAIT });
+  assert.equal(await page.locator('tr[data-report="rep-a1"]').count(), 0);
+
+  // The audit log: the decision, who made it, its note, a link to the report.
+  await page.click('.mod-nav a[href="#/moderation/log"]');
+  await page.waitForSelector('table.mod-log tbody tr a[href="#/moderation/report/rep-a1"]', { timeout: WAIT });
+  const entry = await page.textContent('table.mod-log tbody tr');
+  assert.match(entry, /Dismissed/);
+  assert.match(entry, new RegExp(name));
+  assert.match(entry, /Strong club player/);
+  await axeInEveryLanguage(page, 'moderation audit log', found);
+  await shot(page, 'moderation-log');
+  await page.unroute((url) => url.pathname.startsWith('/api/moderation/'));
+  assert.deepEqual(found, [], `axe-core: ${found.length} serious or critical violations`);
+  assert.deepEqual(errors, []);
 });
 
 // ---------------------------------------------------------------- performance (issue 25)

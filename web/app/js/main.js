@@ -1489,7 +1489,19 @@ function reasonText(r) {
 }
 
 function modError(main, e) {
-  main.innerHTML = `<section class="card"><h1>${t('moderation')}</h1>${modNav()}<p class="error" role="alert">${esc(apiErrorText(e))}</p></section>`;
+  // The links to the other moderation screens for a moderator only (anyone else is refused
+  // there too).
+  main.innerHTML = `<section class="card"><h1>${t('moderation')}</h1>${isModerator() ? modNav() : ''}<p class="error" role="alert">${esc(apiErrorText(e))}</p></section>`;
+}
+
+/**
+ * A screen drawn again by one of its own controls: the focus goes back to that control (the
+ * first of `selectors` that is still there), not to the page's start.
+ */
+async function refocus(draw, ...selectors) {
+  await draw();
+  const el = selectors.map((s) => $(s)).find(Boolean);
+  if (el) el.focus();
 }
 
 async function renderModerationQueue() {
@@ -1500,9 +1512,11 @@ async function renderModerationQueue() {
     const cursor = modState.cursor ? `&cursor=${encodeURIComponent(modState.cursor)}` : '';
     page = await modApi(`/api/moderation/reports?status=${modState.status}&limit=20${cursor}`);
   } catch (e) {
-    modError(main, e);
+    if (main.isConnected) modError(main, e);
     return;
   }
+  // Drawn again meanwhile (a language or scheme switch, another route): that draw stands.
+  if (!main.isConnected) return;
   const rows = page.reports.map((r) => `<tr data-report="${esc(r.id)}"><td><a href="#/moderation/report/${esc(r.id)}">${esc(r.player.name)}</a></td><td>${t('variant_' + r.variant)}</td><td class="score">${Math.round(r.score)}</td><td>${r.reasons.map(reasonText).join(', ')}</td><td>${r.games}</td><td>${t('modStatus_' + r.status)}</td><td>${fmtWhen(r.created_at)}</td></tr>`).join('');
   main.innerHTML = `<section class="card"><h1>${t('moderation')}</h1>${modNav('modReports')}
     <label>${t('modStatus')} <select id="mod-status">${options(MOD_STATUSES, modState.status, (v) => t('modStatus_' + v))}</select></label>
@@ -1512,17 +1526,17 @@ async function renderModerationQueue() {
   $('#mod-status').onchange = (e) => {
     modState.status = e.target.value;
     modState.cursor = null;
-    renderModerationQueue();
+    refocus(renderModerationQueue, '#mod-status');
   };
   const next = $('#mod-next');
   if (next) next.onclick = () => {
     modState.cursor = next.dataset.next;
-    renderModerationQueue();
+    refocus(renderModerationQueue, '#mod-next', '#mod-first');
   };
   const first = $('#mod-first');
   if (first) first.onclick = () => {
     modState.cursor = null;
-    renderModerationQueue();
+    refocus(renderModerationQueue, '#mod-next', '#mod-status');
   };
 }
 
@@ -1543,15 +1557,16 @@ async function renderReport(id) {
   try {
     detail = await modApi(`/api/moderation/reports/${encodeURIComponent(id)}`);
   } catch (e) {
-    modError(main, e);
+    if (main.isConnected) modError(main, e);
     return;
   }
+  if (!main.isConnected) return;
   const r = detail.report;
-  const decided = r.decided ? `<p class="mod-decided">${t('modDecided', { name: r.decided.by.name, date: fmtWhen(r.decided.at) })}${r.decided.note ? `: ${esc(r.decided.note)}` : ''}</p>` : '';
+  const decided = r.decided ? `<p class="mod-decided">${t('modDecided', { name: esc(r.decided.by.name), date: fmtWhen(r.decided.at) })}${r.decided.note ? `: ${esc(r.decided.note)}` : ''}</p>` : '';
   const actions = r.status === 'open'
     ? `<button type="button" id="mod-dismiss">${t('modDismiss')}</button> <button type="button" id="mod-mark" class="danger">${t('modMark')}</button>`
     : r.status === 'marked' ? `<button type="button" id="mod-unmark">${t('modUnmark')}</button>` : '';
-  main.innerHTML = `<section class="card"><h1>${t('modReportOn', { name: r.player.name })}</h1>${modNav()}
+  main.innerHTML = `<section class="card"><h1>${t('modReportOn', { name: esc(r.player.name) })}</h1>${modNav()}
     <p>${t('variant_' + r.variant)} · ${t('modStatus_' + r.status)} · ${t('modScore')} <strong>${Math.round(r.score)}</strong> · ${t('rating')} ${Math.round(r.rating)} · ${t('games')} ${r.games}</p>
     <h2>${t('modReasons')}</h2><ul class="mod-reasons">${r.reasons.map((x) => `<li>${reasonText(x)}${x.detail ? ` — ${esc(x.detail)}` : ''}</li>`).join('')}</ul>
     ${decided}
@@ -1588,9 +1603,10 @@ async function renderAuditLog() {
     const cursor = modState.logCursor ? `&cursor=${encodeURIComponent(modState.logCursor)}` : '';
     page = await modApi(`/api/moderation/log?limit=50${cursor}`);
   } catch (e) {
-    modError(main, e);
+    if (main.isConnected) modError(main, e);
     return;
   }
+  if (!main.isConnected) return;
   const rows = page.entries.map((x) => `<tr><td>${fmtWhen(x.at)}</td><td>${t('modAction_' + x.action)}</td><td>${x.report_id ? `<a href="#/moderation/report/${esc(x.report_id)}">${esc(x.player.name)}</a>` : esc(x.player.name)}</td><td>${esc(x.moderator.name)}</td><td>${esc(x.note)}</td></tr>`).join('');
   main.innerHTML = `<section class="card"><h1>${t('modLog')}</h1>${modNav('modLog')}
     <table class="mod-log"><thead><tr><th>${t('date')}</th><th>${t('modAction')}</th><th>${t('player')}</th><th>${t('modModerator')}</th><th>${t('modNote')}</th></tr></thead>
@@ -1599,12 +1615,12 @@ async function renderAuditLog() {
   const next = $('#log-next');
   if (next) next.onclick = () => {
     modState.logCursor = next.dataset.next;
-    renderAuditLog();
+    refocus(renderAuditLog, '#log-next', '#log-first');
   };
   const first = $('#log-first');
   if (first) first.onclick = () => {
     modState.logCursor = null;
-    renderAuditLog();
+    refocus(renderAuditLog, '#log-next', '.mod-nav a');
   };
 }
 
