@@ -342,8 +342,7 @@ async fn start_on<A: Accounts, S: RatingStore>(
     let state = Arc::new(frontier_gateway::AppState {
         accounts,
         ratings: Some(ratings),
-        // The fair-play service is not part of dev mode yet: nobody is marked, and the
-        // moderation API answers 503 `unavailable`.
+        // Fair play in memory (above): marks and the moderation API as in production.
         fairplay: Some(fairplay),
         matchmaking: Some(matchmaking),
         jwt: JwtKeys::new(jwt_secret.as_bytes(), config.jwt_ttl).map_err(anyhow::Error::msg)?,
