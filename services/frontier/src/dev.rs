@@ -2,8 +2,8 @@
 //!
 //! Every service runs here on its in-process adapters: game-session on the in-memory store
 //! and bus, the clock on the in-memory deadline sets, the bot-worker taking the computer's
-//! jobs from game-session's in-memory queue, the rating service fed by game-session's bus,
-//! matchmaking on in-memory tickets (ratings from the rating service, games through
+//! jobs from game-session's in-memory queue, the rating service and the fair-play service
+//! fed by game-session's bus (each its own copy of every finished game), matchmaking on in-memory tickets (ratings from the rating service, games through
 //! game-session's `StartMatch`, `matched` notices on an in-process bus that the gateway
 //! follows as it follows `<ns>.player.<id>` on NATS), the gateway relaying from the
 //! in-process event bus. The services
@@ -13,7 +13,8 @@
 //!
 //! Accounts, finished games and ratings are kept in an embedded SQLite database in
 //! `--data` (default `./frontier-data`), so a restart keeps players, results and ratings;
-//! `--memory` keeps nothing on disk. Live games in progress are held in memory and are lost
+//! `--memory` keeps nothing on disk. Fair play's reports, marks and decisions are kept in
+//! memory in either mode (lost on restart; Postgres keeps them in production). Live games in progress are held in memory and are lost
 //! on restart in this mode (so is a finished game in the instant between its end and its
 //! recording). Abuse limits that the distributed gateways share through Redis are off
 //! (the per-connection message rate still applies), and guests are never expired.
