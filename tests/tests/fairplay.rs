@@ -26,7 +26,7 @@ use frontier_fairplay_service::{
 };
 use frontier_platform::Shutdown;
 use frontier_platform::time::SystemClock;
-use frontier_rules::{Color, Variant};
+use frontier_rules::{Color, Role, Variant};
 use serde_json::{Value, json};
 
 /// Games per group.
@@ -125,13 +125,15 @@ async fn play_series(
             )
             .await?;
         let created = white.until("board", |v| v["id"] == id.as_str()).await?;
+        anyhow::ensure!(created["type"] == "board_created", "game {g}: {created}");
         let game = created["game_id"].as_str().context("game id")?.to_owned();
         black
             .send(json!({"type": "join_board", "id": format!("j{g}"), "code": created["code"]}))
             .await?;
-        black
+        let joined = black
             .until("joined", |v| v["id"] == format!("j{g}").as_str())
             .await?;
+        anyhow::ensure!(joined["type"] == "board_joined", "game {g}: {joined}");
         let mut replay = Replay::start(Variant::Standard, "", None).map_err(anyhow::Error::msg)?;
         while !replay.is_over() && replay.ply() < MAX_PLIES {
             let (mind, player) = if replay.mover() == Color::White {
@@ -156,13 +158,32 @@ async fn play_series(
                 .until("its answer", |v| v["id"] == id.as_str())
                 .await
                 .with_context(|| format!("game {g} ply {ply}: playing {uci}"))?;
-            anyhow::ensure!(answer["type"] == "ack", "game {g} ply {ply}: {uci}: {answer}");
+            anyhow::ensure!(
+                answer["type"] == "ack",
+                "game {g} ply {ply}: {uci}: {answer}"
+            );
             replay
                 .play(&uci)
                 .map_err(|e| anyhow::anyhow!("game {g} ply {ply}: replaying {uci}: {e}"))?;
         }
         if !replay.is_over() {
-            let loser = if replay.mover() == Color::White {
+            // The side with less material resigns (the side to move on equal material).
+            let board = replay.position().board();
+            let material = |c: Color| -> u32 {
+                [
+                    (Role::Pawn, 1),
+                    (Role::Knight, 3),
+                    (Role::Bishop, 3),
+                    (Role::Rook, 5),
+                    (Role::Queen, 9),
+                ]
+                .iter()
+                .map(|&(role, value)| value * (board.by_color(c) & board.by_role(role)).count())
+                .sum()
+            };
+            let (w, b) = (material(Color::White), material(Color::Black));
+            let white_resigns = w < b || (w == b && replay.mover() == Color::White);
+            let loser = if white_resigns {
                 &mut *white
             } else {
                 &mut *black
@@ -196,8 +217,13 @@ async fn engine_use_is_reported_honest_play_is_not_and_a_moderator_marks_the_pla
         FairPlayService::new(store.clone(), Arc::new(SystemClock)),
         stop.clone(),
     ));
-    let p = Platform::start_matchmade_with(1, 1, 1, &[], &[("--fairplay-url", fair_url.as_str())])
-        .await?;
+    // The stand-ins play faster than people: more than 20 messages a second.
+    let gateway_flags = [
+        ("--fairplay-url", fair_url.as_str()),
+        ("--ws-rate", "1000"),
+        ("--ws-burst", "1000"),
+    ];
+    let p = Platform::start_matchmade_with(1, 1, 1, &[], &gateway_flags).await?;
     let gw = p.gateways[0];
     let stats = Arc::new(ConsumerStats::default());
     let consumer = {
@@ -294,10 +320,7 @@ async fn engine_use_is_reported_honest_play_is_not_and_a_moderator_marks_the_pla
     let report = &reports[0];
     assert_eq!(report["player"]["id"], engine_id.as_str());
     assert_eq!(report["status"], "open");
-    let report_id = report["id"]
-        .as_str()
-        .context("report id")?
-        .to_owned();
+    let report_id = report["id"].as_str().context("report id")?.to_owned();
     let (status, detail) = call(
         gw,
         "GET",
@@ -329,6 +352,60 @@ async fn engine_use_is_reported_honest_play_is_not_and_a_moderator_marks_the_pla
     for (name, score, top1, acpl, counted) in &rows {
         println!("game: {name} score {score:.1} top1 {top1:.2} acpl {acpl:.1} counted {counted}");
     }
+    // Each player's verdict over their last ten games, as the service keeps it.
+    type Row = (
+        String,
+        f64,
+        i32,
+        f64,
+        f64,
+        f64,
+        f64,
+        f64,
+        f64,
+        f64,
+        i32,
+        i32,
+        i32,
+    );
+    let stats: Vec<Row> = sqlx::query_as(
+        "SELECT player_name, rating, counted, top1, acpl, near_best, think_cv, fast_best_complex, \
+         slow_only_moves, score, timed, complex, only_moves FROM fairplay_games \
+         ORDER BY ended_at DESC",
+    )
+    .fetch_all(&fair)
+    .await?;
+    for name in ["EngineUser", "ClubA", "ClubB", "ClubC"] {
+        let latest: Vec<frontier_fairplay::GameSummary> = stats
+            .iter()
+            .filter(|r| r.0 == name)
+            .take(10)
+            .map(|r| frontier_fairplay::GameSummary {
+                rating: r.1,
+                stats: frontier_fairplay::GameStats {
+                    counted: u32::try_from(r.2).unwrap_or(0),
+                    top1: r.3,
+                    acpl: r.4,
+                    near_best: r.5,
+                    think_cv: r.6,
+                    fast_best_complex: r.7,
+                    slow_only_moves: r.8,
+                    score: r.9,
+                    timed: u32::try_from(r.10).unwrap_or(0),
+                    complex: u32::try_from(r.11).unwrap_or(0),
+                    only_moves: u32::try_from(r.12).unwrap_or(0),
+                },
+            })
+            .collect();
+        let verdict = frontier_fairplay::aggregate(&latest, &Thresholds::default());
+        println!(
+            "verdict: {name} rating {:.0} score {:.1} report {} reasons {:?}",
+            latest.first().map_or(0.0, |g| g.rating),
+            verdict.score,
+            verdict.report,
+            verdict.reasons.iter().map(|r| r.code).collect::<Vec<_>>()
+        );
+    }
 
     // A non-moderator is refused at every endpoint.
     let endpoints = [
@@ -355,15 +432,22 @@ async fn engine_use_is_reported_honest_play_is_not_and_a_moderator_marks_the_pla
         );
     }
 
-    // Before the mark the engine user is on the leaderboard (if established).
+    // Before the mark the engine user is on the leaderboard. Twenty games leave a rating
+    // provisional (RD above 110), so its row is made established as the rating service
+    // would keep it after many more games.
+    let rating_db = sqlx::PgPool::connect(&p.database_url).await?;
+    sqlx::query("UPDATE ratings SET rd = 60 WHERE player_id = $1::uuid AND variant = 'standard'")
+        .bind(&engine_id)
+        .execute(&rating_db)
+        .await?;
     let on_board = |body: &Value| {
         body["players"]
             .as_array()
-            .or_else(|| body["entries"].as_array())
-            .is_some_and(|l| l.iter().any(|e| e.to_string().contains(&engine_id)))
+            .is_some_and(|l| l.iter().any(|e| e["id"] == engine_id.as_str()))
     };
     let (_, board_before) = common::get(gw, "/api/leaderboard?variant=standard").await?;
     let board_before: Value = serde_json::from_str(&board_before)?;
+    assert!(on_board(&board_before), "{board_before}");
 
     // Mark.
     let (status, decided) = call(
@@ -417,10 +501,6 @@ async fn engine_use_is_reported_honest_play_is_not_and_a_moderator_marks_the_pla
     let (_, board_after) = common::get(gw, "/api/leaderboard?variant=standard").await?;
     let board_after: Value = serde_json::from_str(&board_after)?;
     assert!(!on_board(&board_after), "{board_after}");
-    println!(
-        "leaderboard before the mark listed the engine user: {}",
-        on_board(&board_before)
-    );
 
     // The audit log: who decided, what, when.
     let (status, log) = call(gw, "GET", "/api/moderation/log", &judge, "").await?;
