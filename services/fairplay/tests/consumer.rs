@@ -21,7 +21,6 @@ use frontier_rules::{Color, Variant};
 use prost::Message as _;
 use uuid::Uuid;
 
-const ANALYSIS_NODES: u64 = 4_000;
 
 /// A standard game of `plies` plies: White by the engine at full strength, Black by the
 /// Easy level; think times alike for both (2–6 s, from a seeded spread).
@@ -33,7 +32,7 @@ fn engine_game(seed: u64, plies: u32) -> Vec<MoveRecord> {
     while !replay.is_over() && replay.ply() < plies {
         let view = replay.mover_view().expect("view");
         let (level, nodes) = if replay.mover() == Color::White {
-            (Level::Hard, 8_000)
+            (Level::Hard, Settings::default().nodes)
         } else {
             (Level::Easy, 1_000)
         };
@@ -175,10 +174,7 @@ async fn rated_games_are_screened_the_engine_player_reported_and_bad_records_set
         ..ConsumerSettings::named("fairplay")
     };
     let analyser = Analyser {
-        settings: Settings {
-            nodes: ANALYSIS_NODES,
-            ..Settings::default()
-        },
+        settings: Settings::default(),
         ratings: RatingSource::default(),
         clock: Arc::new(SystemClock),
     };

@@ -53,7 +53,7 @@ async fn games_screened_per_second_by_one_worker() {
     const PLIES: u32 = 60;
     let settings = Settings::default();
     println!(
-        "one worker, concurrency 2, {} nodes per position, {GAMES} games of up to {PLIES} plies (Medium vs Easy) per variant",
+        "one worker, concurrency 2, {} nodes per position, {GAMES} games of up to {PLIES} plies (Medium vs Medium) per variant",
         settings.nodes
     );
     for variant in Variant::ALL {
@@ -76,7 +76,7 @@ async fn games_screened_per_second_by_one_worker() {
                 variant,
                 layout,
                 Player::Honest(Level::Medium, Level::Medium.node_budget(variant)),
-                Player::Honest(Level::Easy, Level::Easy.node_budget(variant)),
+                Player::Honest(Level::Medium, Level::Medium.node_budget(variant)),
                 7_000 + seed,
                 PLIES,
             );
