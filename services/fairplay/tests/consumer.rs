@@ -23,7 +23,7 @@ use uuid::Uuid;
 
 
 /// A standard game of `plies` plies: White by the engine at full strength, Black by the
-/// Easy level; think times alike for both (2–6 s, from a seeded spread).
+/// Medium level; think times alike for both (2–6 s, from a seeded spread).
 fn engine_game(seed: u64, plies: u32) -> Vec<MoveRecord> {
     let mut replay = Replay::start(Variant::Standard, "", None).expect("start");
     let mut moves = Vec::new();
@@ -34,7 +34,7 @@ fn engine_game(seed: u64, plies: u32) -> Vec<MoveRecord> {
         let (level, nodes) = if replay.mover() == Color::White {
             (Level::Hard, Settings::default().nodes)
         } else {
-            (Level::Easy, 1_000)
+            (Level::Medium, 20_000)
         };
         let thought = think(&Request {
             view: &view,
@@ -115,7 +115,7 @@ async fn rated_games_are_screened_the_engine_player_reported_and_bad_records_set
     let engine_user = Uuid::new_v4();
     let club_player = Uuid::new_v4();
     let made = std::time::Instant::now();
-    let games: Vec<Vec<MoveRecord>> = (0..6).map(|i| engine_game(0xfa17 + i, 70)).collect();
+    let games: Vec<Vec<MoveRecord>> = (0..6).map(|i| engine_game(0xfa17 + i, 64)).collect();
     eprintln!("games played in {:?}", made.elapsed());
     let mut payloads: Vec<(String, Vec<u8>)> = Vec::new();
     let mut ended = 1_800_000_000_000;
