@@ -21,7 +21,6 @@ use frontier_rules::{Color, Variant};
 use prost::Message as _;
 use uuid::Uuid;
 
-
 /// A standard game of `plies` plies: White by the engine at full strength, Black by the
 /// Medium level; think times alike for both (2–6 s, from a seeded spread).
 fn engine_game(seed: u64, plies: u32) -> Vec<MoveRecord> {
