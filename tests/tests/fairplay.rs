@@ -17,7 +17,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context as _;
-use common::{Client, Platform, post, request};
+use common::{Client, Platform, login, register, request};
 use frontier_engine::{Decision, Level, Limits, Request, think};
 use frontier_fairplay::{Replay, Settings, Thresholds};
 use frontier_fairplay_service::{
@@ -63,31 +63,6 @@ fn decide(replay: &Replay, mind: Mind, seed: u64) -> anyhow::Result<String> {
         Decision::Move(m) => Ok(m.to_string()),
         Decision::Promote(_) => anyhow::bail!("no promotion is pending in standard chess"),
     }
-}
-
-async fn register(gw: SocketAddr, name: &str) -> anyhow::Result<(String, String)> {
-    let (status, body) = post(
-        gw,
-        "/api/register",
-        &json!({"username": name, "password": "a long passphrase"}).to_string(),
-    )
-    .await?;
-    anyhow::ensure!(status == 201, "register: {status} {body}");
-    Ok((
-        body["token"].as_str().context("token")?.to_owned(),
-        body["player"]["id"].as_str().context("id")?.to_owned(),
-    ))
-}
-
-async fn login(gw: SocketAddr, name: &str) -> anyhow::Result<String> {
-    let (status, body) = post(
-        gw,
-        "/api/login",
-        &json!({"username": name, "password": "a long passphrase"}).to_string(),
-    )
-    .await?;
-    anyhow::ensure!(status == 200, "login: {status} {body}");
-    Ok(body["token"].as_str().context("token")?.to_owned())
 }
 
 async fn call(

@@ -15,7 +15,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use anyhow::Context as _;
-use common::{Client, Platform, post, request};
+use common::{Client, Platform, login, register, request};
 use frontier_platform::JwtKeys;
 use frontier_platform::grpc::refusal;
 use frontier_proto::fairplay::v1 as pb;
@@ -210,31 +210,6 @@ async fn serve_fake(fake: FakeService) -> anyhow::Result<String> {
             .serve_with_incoming(incoming),
     );
     Ok(url)
-}
-
-async fn register(gw: SocketAddr, name: &str) -> anyhow::Result<(String, String)> {
-    let (status, body) = post(
-        gw,
-        "/api/register",
-        &json!({"username": name, "password": "a long passphrase"}).to_string(),
-    )
-    .await?;
-    anyhow::ensure!(status == 201, "register: {status} {body}");
-    Ok((
-        body["token"].as_str().context("token")?.to_owned(),
-        body["player"]["id"].as_str().context("id")?.to_owned(),
-    ))
-}
-
-async fn login(gw: SocketAddr, name: &str) -> anyhow::Result<String> {
-    let (status, body) = post(
-        gw,
-        "/api/login",
-        &json!({"username": name, "password": "a long passphrase"}).to_string(),
-    )
-    .await?;
-    anyhow::ensure!(status == 200, "login: {status} {body}");
-    Ok(body["token"].as_str().context("token")?.to_owned())
 }
 
 fn keys() -> anyhow::Result<JwtKeys> {

@@ -9,25 +9,11 @@ mod common;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use anyhow::Context as _;
-use common::{Platform, post, request};
+use common::{Platform, post, register, request};
 use frontier_platform::{Claims, JwtKeys, PlayerId};
 use serde_json::{Value, json};
 
 const PATH: &str = "/api/me/preferences";
-
-async fn register(gw: std::net::SocketAddr, name: &str) -> anyhow::Result<(String, String)> {
-    let (status, body) = post(
-        gw,
-        "/api/register",
-        &json!({"username": name, "password": "a long passphrase"}).to_string(),
-    )
-    .await?;
-    anyhow::ensure!(status == 201, "register: {status} {body}");
-    Ok((
-        body["token"].as_str().context("token")?.to_owned(),
-        body["player"]["id"].as_str().context("id")?.to_owned(),
-    ))
-}
 
 /// `method` on the preferences with this bearer token (none: no header): status and body.
 async fn call(

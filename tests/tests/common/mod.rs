@@ -591,6 +591,35 @@ pub async fn guest_token(addr: SocketAddr) -> anyhow::Result<(String, String)> {
     ))
 }
 
+/// Registers `name` (password "a long passphrase"): its token and player id.
+#[allow(dead_code)] // Not every test file registers players this way.
+pub async fn register(gw: SocketAddr, name: &str) -> anyhow::Result<(String, String)> {
+    let (status, body) = post(
+        gw,
+        "/api/register",
+        &json!({"username": name, "password": "a long passphrase"}).to_string(),
+    )
+    .await?;
+    anyhow::ensure!(status == 201, "register: {status} {body}");
+    Ok((
+        body["token"].as_str().context("token")?.to_owned(),
+        body["player"]["id"].as_str().context("id")?.to_owned(),
+    ))
+}
+
+/// Signs `name` in again (registered by [`register`]): a fresh token.
+#[allow(dead_code)] // Not every test file signs in again.
+pub async fn login(gw: SocketAddr, name: &str) -> anyhow::Result<String> {
+    let (status, body) = post(
+        gw,
+        "/api/login",
+        &json!({"username": name, "password": "a long passphrase"}).to_string(),
+    )
+    .await?;
+    anyhow::ensure!(status == 200, "login: {status} {body}");
+    Ok(body["token"].as_str().context("token")?.to_owned())
+}
+
 /// A WebSocket client that keeps every frame it received.
 pub struct Client {
     ws: tokio_tungstenite::WebSocketStream<
