@@ -126,6 +126,20 @@ impl Platform {
             ],
             &env,
         ));
+        let a = admin_of("fairplay", &mut p);
+        let fairplay = addr(free_port());
+        p.procs.push(spawn(
+            "fairplay",
+            &[
+                "--listen".into(),
+                fairplay.to_string(),
+                "--rating-url".into(),
+                format!("http://{rating}"),
+                "--admin-listen".into(),
+                a,
+            ],
+            &env,
+        ));
         let a = admin_of("bot-worker", &mut p);
         p.procs.push(spawn(
             "bot-worker",
@@ -176,6 +190,8 @@ impl Platform {
                     format!("http://{session}"),
                     "--rating-url".into(),
                     format!("http://{rating}"),
+                    "--fairplay-url".into(),
+                    format!("http://{fairplay}"),
                     "--admin-listen".into(),
                     a,
                     "--drain-timeout".into(),
@@ -414,6 +430,15 @@ async fn every_service_answers_metrics_health_and_readiness() -> anyhow::Result<
         ("clock", &["frontier_clock_deadlines_tracked"]),
         ("bot-worker", &["frontier_bot_jobs_backlog"]),
         ("matchmaking", &["frontier_matchmaking_conflicts_total"]),
+        (
+            "fairplay",
+            &[
+                // The guests' game is casual: screened as skipped.
+                "frontier_fairplay_games_total{variant=\"standard\",outcome=\"skipped\"}",
+                "frontier_fairplay_backlog",
+                "frontier_fairplay_reports_open",
+            ],
+        ),
     ];
     // Every service's scrape, for the check of the chart's queries below.
     let scrapes = std::env::temp_dir().join(format!("frontier-scrapes-{}", p.namespace));
@@ -465,6 +490,7 @@ async fn every_service_answers_metrics_health_and_readiness() -> anyhow::Result<
                 "frontier_gateway_limit_errors_total",
                 "frontier_matchmaking_bot_fallbacks_total",
                 "frontier_matchmaking_time_to_pair_seconds_bucket",
+                "frontier_fairplay_analysis_seconds_bucket",
             ]
             .join(","),
         )
@@ -726,6 +752,13 @@ async fn an_idle_service_exports_process_metrics_and_its_counters_at_zero() -> a
             ],
         ),
         ("clock", &["frontier_clock_games_ended_total 0"]),
+        (
+            "fairplay",
+            &[
+                "frontier_fairplay_set_aside_total 0",
+                "frontier_fairplay_rejected_total{reason=\"invalid\"} 0",
+            ],
+        ),
         (
             "bot-worker",
             &[
