@@ -142,6 +142,79 @@ async fn logins_are_limited_per_address() -> anyhow::Result<()> {
     Ok(())
 }
 
+/// One raw HTTP/1.1 request from `source` (a loopback address of its own): the status
+/// line and whatever followed, as the gateway wrote it before closing.
+async fn raw_request(
+    source: std::net::IpAddr,
+    gateway: std::net::SocketAddr,
+    request: &str,
+) -> anyhow::Result<String> {
+    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+    let socket = tokio::net::TcpSocket::new_v4()?;
+    socket.bind(std::net::SocketAddr::new(source, 0))?;
+    let mut tcp = socket.connect(gateway).await?;
+    // The refusal may come before the request is sent; a reset then is part of it.
+    let _ = tcp.write_all(request.as_bytes()).await;
+    let mut answer = Vec::new();
+    let _ = tokio::time::timeout(common::WAIT, tcp.read_to_end(&mut answer)).await;
+    Ok(String::from_utf8_lossy(&answer).into_owned())
+}
+
+/// An address whose login window is full is refused at accept on the gateway that saw
+/// it full — any request, a WebSocket upgrade included, answered 429 before it is read —
+/// while another address is served; once the window frees, the address is served again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_address_over_its_limit_is_refused_at_accept_until_its_window_frees()
+-> anyhow::Result<()> {
+    let p = Platform::start_with(1, 1, None, &[], &[("--login-limit", "2/2s")]).await?;
+    let gw = p.gateways[0];
+    let flooder: std::net::IpAddr = "127.0.0.1".parse()?;
+    let other: std::net::IpAddr = "127.0.0.2".parse()?;
+    let health = format!(
+        "GET /api/leaderboard?variant=standard HTTP/1.1\r\nHost: {gw}\r\nConnection: close\r\n\r\n"
+    );
+    for _ in 0..2 {
+        assert_eq!(
+            login(&p, 0, &[], "nobody", "wrong password!").await?.status,
+            401
+        );
+    }
+    let wait = assert_limited(
+        &login(&p, 0, &[], "nobody", "wrong password!").await?,
+        "third login",
+    );
+    // Now every new connection from that address: refused before its request is read.
+    let upgrade = format!(
+        "GET /ws/v1 HTTP/1.1\r\nHost: {gw}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\
+         Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n"
+    );
+    for request in [&health, &upgrade] {
+        let answer = raw_request(flooder, gw, request).await?;
+        assert!(answer.starts_with("HTTP/1.1 429 "), "{answer}");
+        assert!(answer.contains(r#""code":"rate_limited""#), "{answer}");
+        let body = answer.split("\r\n\r\n").nth(1).context("a body")?;
+        let length: usize = answer
+            .lines()
+            .find_map(|l| l.strip_prefix("Content-Length: "))
+            .context("a length")?
+            .parse()?;
+        assert_eq!(body.len(), length, "{answer}");
+        serde_json::from_str::<Value>(body)?;
+    }
+    // Another address is served.
+    let answer = raw_request(other, gw, &health).await?;
+    assert!(
+        answer.starts_with("HTTP/1.1 503 ") || answer.starts_with("HTTP/1.1 200 "),
+        "{answer}"
+    );
+    // Once the window frees, the address is served again.
+    tokio::time::sleep(wait).await;
+    let answer = raw_request(flooder, gw, &health).await?;
+    assert!(!answer.starts_with("HTTP/1.1 429 "), "{answer}");
+    p.stop().await;
+    Ok(())
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn failed_logins_slow_down_one_username_with_growing_delays() -> anyhow::Result<()> {
     let p = Platform::start_with(

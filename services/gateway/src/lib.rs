@@ -110,6 +110,7 @@ const ZEROED: &[Zeroed] = &[
             "ws_messages",
             "hash_busy",
             "waiting_boards",
+            "address_at_accept",
         ],
     ),
     Zeroed::plain("frontier_gateway_relayed_frames_total"),
@@ -270,7 +271,13 @@ async fn serve<A: Accounts>(listener: TcpListener, state: Arc<AppState<A>>) -> a
         state.settings.presence_interval,
         shutdown.clone(),
     ));
-    // Small frames both ways: Nagle's algorithm with delayed ACKs would hold each for ~40 ms.
+    // An address over one of its per-address limits is refused at accept, before a byte of
+    // HTTP is read. Small frames both ways: Nagle's algorithm with delayed ACKs would hold
+    // each for ~40 ms.
+    let listener = RefuseAtAccept {
+        inner: listener,
+        limits: state.limits.clone(),
+    };
     let listener = listener.tap_io(|tcp| {
         if let Err(e) = tcp.set_nodelay(true) {
             tracing::debug!(error = %e, "TCP_NODELAY");
@@ -288,6 +295,46 @@ async fn serve<A: Accounts>(listener: TcpListener, state: Arc<AppState<A>>) -> a
     connections.close();
     connections.wait().await;
     served
+}
+
+/// The answer to a connection refused at accept: written without reading the request
+/// (whatever it was, a WebSocket upgrade included), then the connection is closed.
+const REFUSED_AT_ACCEPT: &[u8] = b"HTTP/1.1 429 Too Many Requests\r\n\
+Content-Type: application/json\r\nRetry-After: 1\r\nConnection: close\r\n\
+Content-Length: 92\r\n\r\n\
+{\"error\":{\"code\":\"rate_limited\",\"message\":\"too many requests from your address; try later\"}}";
+
+/// The gateway's listener: a connection from an address that one of its per-address
+/// windows (guests, registrations, logins) currently refuses is answered 429 and closed at
+/// accept (`frontier_gateway_refusals_total{reason="address_at_accept"}`), at the cost of
+/// an accept, a map look-up and a write — not of parsing a request, routing it and
+/// rendering a refusal. Every 429 of those windows closes its connection, so a flood
+/// must reconnect and meets this.
+struct RefuseAtAccept {
+    inner: TcpListener,
+    limits: limits::Limits,
+}
+
+impl axum::serve::Listener for RefuseAtAccept {
+    type Io = tokio::net::TcpStream;
+    type Addr = SocketAddr;
+
+    async fn accept(&mut self) -> (Self::Io, Self::Addr) {
+        loop {
+            let (tcp, peer) = axum::serve::Listener::accept(&mut self.inner).await;
+            if !self.limits.refused_at_accept(peer.ip()) {
+                return (tcp, peer);
+            }
+            limits::count_refusal("address_at_accept");
+            // Best effort: a full send buffer just closes the connection.
+            let _ = tcp.try_write(REFUSED_AT_ACCEPT);
+            drop(tcp);
+        }
+    }
+
+    fn local_addr(&self) -> std::io::Result<Self::Addr> {
+        self.inner.local_addr()
+    }
 }
 
 /// Removes expired guests every `interval` until `shutdown` (see

@@ -189,13 +189,24 @@ fn parse_forwarded_for(v: &str) -> Option<IpAddr> {
 /// The key a client address is limited under: an IPv4 address, or the /64 of an IPv6
 /// address (one subscriber usually holds a whole /64).
 pub fn address_subject(ip: IpAddr) -> String {
-    match canonical(ip) {
+    match address_net(ip) {
         IpAddr::V4(v4) => v4.to_string(),
-        IpAddr::V6(v6) => {
-            let net = Ipv6Addr::from_bits(v6.to_bits() & !((1u128 << 64) - 1));
-            format!("{net}/64")
-        }
+        IpAddr::V6(net) => format!("{net}/64"),
     }
+}
+
+/// The address the per-address limits count: an IPv4 address as it is, an IPv6 address's
+/// /64 (one subscriber's usual allocation).
+pub fn address_net(ip: IpAddr) -> IpAddr {
+    match canonical(ip) {
+        IpAddr::V4(v4) => IpAddr::V4(v4),
+        IpAddr::V6(v6) => IpAddr::V6(Ipv6Addr::from_bits(v6.to_bits() & !((1u128 << 64) - 1))),
+    }
+}
+
+/// [`address_subject`] read back (`None` for a subject that is not an address).
+fn subject_net(subject: &str) -> Option<IpAddr> {
+    subject.strip_suffix("/64").unwrap_or(subject).parse().ok()
 }
 
 /// How passwords are hashed on this gateway: its own threads and rates, not shared through
@@ -454,10 +465,13 @@ fn script(body: &str) -> redis::Script {
     redis::Script::new(&format!("{NOW}{body}"))
 }
 
-/// The per-process pre-filter: windows Redis reported full, and until when.
+/// The per-process pre-filter: windows Redis reported full, and until when; and the client
+/// addresses (an IPv6 client's /64) one of whose per-address windows — guests,
+/// registrations, logins — is full, refused at accept ([`Limits::refused_at_accept`]).
 #[derive(Default)]
 pub struct LocalRefusals {
     until: Mutex<HashMap<String, Instant>>,
+    addresses: Mutex<HashMap<IpAddr, Instant>>,
 }
 
 /// Entries kept before expired ones are swept out.
@@ -470,6 +484,24 @@ impl LocalRefusals {
         map.get(key)
             .and_then(|until| until.checked_duration_since(now))
             .filter(|d| !d.is_zero())
+    }
+
+    /// A per-address window of `address` (as [`address_net`] keys it) is full until
+    /// `until`.
+    pub fn block_address(&self, address: IpAddr, until: Instant) {
+        let mut map = self.addresses.lock().unwrap_or_else(|p| p.into_inner());
+        if map.len() >= LOCAL_SWEEP_AT {
+            let now = Instant::now();
+            map.retain(|_, u| *u > now);
+        }
+        let entry = map.entry(address).or_insert(until);
+        *entry = (*entry).max(until);
+    }
+
+    /// Whether a per-address window of `address` is known full at `now`.
+    pub fn address_blocked(&self, address: IpAddr, now: Instant) -> bool {
+        let map = self.addresses.lock().unwrap_or_else(|p| p.into_inner());
+        map.get(&address).is_some_and(|until| *until > now)
     }
 
     /// Redis reported `key` full until `until`.
@@ -563,6 +595,18 @@ impl Limits {
         }
     }
 
+    /// Whether a new connection from `peer` is refused before anything is read from it:
+    /// one of the address's per-address windows (guests, registrations, logins) is known
+    /// full on this gateway. Never for a trusted proxy (its clients are told apart only
+    /// by their forwarding headers), nor without Redis (limits off).
+    pub fn refused_at_accept(&self, peer: IpAddr) -> bool {
+        if self.redis.is_none() || self.args.trusted_proxies.iter().any(|c| c.contains(peer)) {
+            return false;
+        }
+        self.local
+            .address_blocked(address_net(peer), Instant::now())
+    }
+
     /// Counts one request of `subject` against `window`; refused once the window is full.
     pub async fn check(&self, window: Window, subject: &str) -> Result<(), Refused> {
         let rate = self.window_rate(window);
@@ -576,7 +620,13 @@ impl Limits {
         match self.invoke::<u64>(window.name(), call).await {
             Some(wait) if wait > 0 => {
                 let wait = Duration::from_millis(wait);
-                self.local.block(key, Instant::now() + wait);
+                let until = Instant::now() + wait;
+                self.local.block(key, until);
+                if window != Window::Boards
+                    && let Some(net) = subject_net(subject)
+                {
+                    self.local.block_address(net, until);
+                }
                 Err(Refused::new(window.reason(), Some(wait)))
             }
             _ => Ok(()),
