@@ -147,6 +147,26 @@ async function register(page, name) {
   await page.waitForFunction(() => window.frontier.status === 'online', null, { timeout: WAIT });
 }
 
+/**
+ * Chooses a quick-match pool on the lobby form. The lobby may be redrawn at any moment (a
+ * frame arrives, the connection status changes) — the redrawn form keeps the choices the
+ * form remembered — so the choice is made again until the drawn form shows it through two
+ * animation frames (seen on loaded CI machines: a pool chosen on a form being replaced).
+ */
+async function chooseSeek(page, variant, pool) {
+  for (let attempt = 0; attempt < 20; attempt += 1) {
+    await page.selectOption('#seek select[name=variant]', variant);
+    await page.selectOption('#seek select[name=pool]', pool);
+    await page.evaluate(() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r))));
+    const shown = await page.evaluate(() => [
+      document.querySelector('#seek select[name=variant]')?.value,
+      document.querySelector('#seek select[name=pool]')?.value,
+    ]);
+    if (shown[0] === variant && shown[1] === pool) return;
+  }
+  assert.fail(`the lobby never kept ${variant} ${pool}`);
+}
+
 /** Creates a private board from the lobby form; returns {id, code}. */
 async function createBoard(page, { variant, color = 'white', rated = false, minutes = 0 }) {
   await page.selectOption('#create select[name=variant]', variant);
@@ -703,8 +723,7 @@ test('quick match: the seek shows its wait and cancels; a lone seek falls back t
   const me = await player();
   await enterAsGuest(me.page);
   // hidden 10+0 has no bot on the test server: the seek stands until cancelled.
-  await me.page.selectOption('#seek select[name=variant]', 'hidden');
-  await me.page.selectOption('#seek select[name=pool]', '10+0');
+  await chooseSeek(me.page, 'hidden', '10+0');
   await me.page.click('#seek button[type=submit]');
   await me.page.waitForFunction(() => /\d+ s/.test(document.querySelector('#seek-wait')?.textContent || ''), null, { timeout: WAIT });
   const first = me.received.find((f) => f.type === 'seeking');
@@ -721,8 +740,7 @@ test('quick match: the seek shows its wait and cancels; a lone seek falls back t
   assert.equal(me.received.filter((f) => f.type === 'matched').length, 0);
 
   // standard 5+0 casual: nobody comes, and after 2 s a bot is offered.
-  await me.page.selectOption('#seek select[name=variant]', 'standard');
-  await me.page.selectOption('#seek select[name=pool]', '5+0');
+  await chooseSeek(me.page, 'standard', '5+0');
   await me.page.click('#seek button[type=submit]');
   await me.page.waitForSelector('#board svg', { timeout: WAIT });
   const matched = me.received.find((f) => f.type === 'matched');
