@@ -186,6 +186,18 @@ impl Namespace {
         )
     }
 
+    /// Redis key of a game's move records (a list, one encoded
+    /// `frontier.games.v1.MoveRecord` per ply) in storage format 2, where the state holds
+    /// no moves: a move appends one record instead of rewriting the whole game.
+    pub fn game_moves_key(&self, game: &GameId) -> String {
+        format!(
+            "{}:{{{}}}:game:{}:moves",
+            self.prefix,
+            Shard::of(game).tag(),
+            game
+        )
+    }
+
     /// Redis sorted set of the next deadline of every timed live game of one shard
     /// (member: game id, score: Unix ms). game-session writes it with each change; clock
     /// services claim from every shard's.
@@ -375,6 +387,7 @@ mod tests {
         let slots = [
             slot(ns.game_state_key(&id)),
             slot(ns.game_log_key(&id)),
+            slot(ns.game_moves_key(&id)),
             slot(ns.presence_key(&id)),
             slot(ns.deadlines_key(shard)),
             slot(ns.deadlines_claimed_key(shard)),

@@ -74,6 +74,19 @@ pub struct PlayArgs {
     /// compare-and-set on the stored version, so several instances stay correct.
     #[arg(long, env = "FRONTIER_STATE_CACHE", default_value_t = crate::cache::DEFAULT_CAPACITY)]
     pub state_cache: usize,
+    /// The storage format games are written in (both are read): 1, which every earlier
+    /// release reads, or 2, where a game's move records are a list of their own and a move
+    /// appends one instead of rewriting the whole game (a move then costs the same at ply
+    /// 400 as at ply 20). Write 2 only once every game-session instance runs this release
+    /// or a later one: an earlier release refuses a game in format 2 (`unavailable`)
+    /// rather than rewrite what it cannot read. The next release writes 2 by default.
+    #[arg(
+        long,
+        env = "FRONTIER_STORAGE_FORMAT",
+        default_value_t = crate::storage::DEFAULT_FORMAT,
+        value_parser = clap::value_parser!(u32).range(1..=2)
+    )]
+    pub storage_format: u32,
     /// Test-only settings: present only in builds with the `test-hooks` feature, which
     /// release builds and images never enable (without it these flags do not exist, and a
     /// `FRONTIER_TEST_…` hook variable stops the service at start).

@@ -19,6 +19,8 @@ pub mod render;
 pub mod service;
 pub mod storage;
 pub mod store;
+#[cfg(any(test, feature = "test-hooks"))]
+pub mod testing;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -86,6 +88,7 @@ pub fn rules_of_play(
             presence_timeout: config.presence_timeout,
             rematch_ttl: config.rematch_ttl.min(Settings::default().finished_ttl),
             state_cache: config.state_cache,
+            storage_format: config.storage_format,
             #[cfg(feature = "test-hooks")]
             test_start_fens,
             ..Settings::default()

@@ -16,7 +16,7 @@ use crate::error::SessionError;
 use crate::game::{
     Action, Applied, Change, ClockSettings, Happened, LiveGame, NewGame, Player, TimeControlSpec,
 };
-use crate::store::{GameStore, OutboxJob, Write};
+use crate::store::{GameStore, OutboxJob, Stored, Write};
 use crate::{record, render, storage};
 
 pub use frontier_platform::time::{Clock, SystemClock};
@@ -71,6 +71,8 @@ pub struct Settings {
     /// Games whose last committed state this instance keeps for their next action (0: read
     /// every action's game from the store). See [`crate::cache`].
     pub state_cache: usize,
+    /// The storage format written (`crate::storage`: 1 or 2; read: both).
+    pub storage_format: u32,
     /// TEST ONLY (`test-hooks`): start positions (FEN) for new standard or atomic boards
     /// created without one, per variant. No client can reach it.
     #[cfg(feature = "test-hooks")]
@@ -85,6 +87,7 @@ impl Default for Settings {
             finished_ttl: Duration::from_secs(3600),
             resume_max: 256,
             state_cache: crate::cache::DEFAULT_CAPACITY,
+            storage_format: crate::storage::DEFAULT_FORMAT,
             absence_limit: Duration::from_secs(300),
             presence_timeout: Duration::from_secs(30),
             rematch_ttl: Duration::from_secs(600),
@@ -383,12 +386,15 @@ impl<S: GameStore, B: EventBus> GameService<S, B> {
     }
 
     pub(crate) async fn load(&self, game: &GameId) -> Result<(u64, storage::Loaded), SessionError> {
-        let (version, bytes) = self
+        let stored = self
             .store
             .load(game)
             .await?
             .ok_or_else(|| client(ErrorCode::GameNotFound, "no such game"))?;
-        Ok((version, storage::decode(&bytes)?))
+        Ok((
+            stored.version,
+            storage::decode(&stored.state, &stored.moves)?,
+        ))
     }
 
     /// Publishes a stored change; failures are logged, since subscribers fill gaps from the
@@ -448,7 +454,7 @@ impl<S: GameStore, B: EventBus> GameService<S, B> {
         for job in jobs {
             let current = match job.game_and_version() {
                 Some((game, version)) => match self.store.load(&game).await? {
-                    Some((at, _)) if at == version => {
+                    Some(stored) if stored.version == version => {
                         serde_json::from_slice::<BotJob>(&job.payload)
                             .ok()
                             .and_then(|j| j.view.variant.parse::<Variant>().ok())
@@ -514,8 +520,8 @@ impl<S: GameStore, B: EventBus> GameService<S, B> {
                 continue;
             }
             match self.store.load(&game).await? {
-                Some((_, bytes)) => {
-                    let live = storage::decode(&bytes)?;
+                Some(stored) => {
+                    let live = storage::decode(&stored.state, &stored.moves)?;
                     self.publish_finished(&game, &live).await;
                     sent += 1;
                 }
@@ -573,13 +579,15 @@ impl<S: GameStore, B: EventBus> GameService<S, B> {
             finished: false,
         };
         let frames = render::frames(&live, &created.happened, 1, now);
+        let (state, moves) = storage::encode(&mut live, self.settings.storage_format);
         let stored = self
             .store
             .compare_and_set(Write {
                 game,
                 expected: 0,
                 version: 1,
-                state: storage::encode(&mut live),
+                state,
+                moves,
                 entries: vec![storage::log_entry(&frames)],
                 finished_ttl: None,
                 outbox: false,
@@ -642,13 +650,15 @@ impl<S: GameStore, B: EventBus> GameService<S, B> {
         let (_, started) = live.join(bot, now, self.settings.clocks)?;
         let started_frames = render::frames(&live, &started.happened, 2, now);
         let job = bot_job(&game, &live, 2, now);
+        let (state, moves) = storage::encode(&mut live, self.settings.storage_format);
         let stored = self
             .store
             .compare_and_set(Write {
                 game,
                 expected: 0,
                 version: 2,
-                state: storage::encode(&mut live),
+                state,
+                moves,
                 entries: vec![
                     storage::log_entry(&created_frames),
                     storage::log_entry(&started_frames),
@@ -727,7 +737,7 @@ impl<S: GameStore, B: EventBus> GameService<S, B> {
                 "a clock is 1 to 60 minutes with an increment of 0 to 60 seconds",
             ));
         }
-        if let Some((version, _)) = self.store.load(&new.game).await? {
+        if let Some(Stored { version, .. }) = self.store.load(&new.game).await? {
             self.store.replicated(&new.game).await?;
             return Ok((new.game, version, false));
         }
@@ -767,13 +777,15 @@ impl<S: GameStore, B: EventBus> GameService<S, B> {
         let (_, started) = live.join(joiner, now, self.settings.clocks)?;
         let started_frames = render::frames(&live, &started.happened, 2, now);
         let job = bot_job(&new.game, &live, 2, now);
+        let (state, moves) = storage::encode(&mut live, self.settings.storage_format);
         let stored = self
             .store
             .compare_and_set(Write {
                 game: new.game,
                 expected: 0,
                 version: 2,
-                state: storage::encode(&mut live),
+                state,
+                moves,
                 entries: vec![
                     storage::log_entry(&created_frames),
                     storage::log_entry(&started_frames),
@@ -786,11 +798,12 @@ impl<S: GameStore, B: EventBus> GameService<S, B> {
             .await?;
         if !stored {
             // A concurrent repeat of this request made it first.
-            let (version, _) = self
+            let version = self
                 .store
                 .load(&new.game)
                 .await?
-                .ok_or_else(|| SessionError::Internal("a match's game vanished".into()))?;
+                .ok_or_else(|| SessionError::Internal("a match's game vanished".into()))?
+                .version;
             self.store.replicated(&new.game).await?;
             return Ok((new.game, version, false));
         }
@@ -932,11 +945,13 @@ impl<S: GameStore, B: EventBus> GameService<S, B> {
         let rendering = std::time::Instant::now();
         let frames = render::frames(live, &change.happened, version + 1, now_ms);
         let job = bot_job(game, live, version + 1, now_ms);
+        let (state, moves) = storage::encode(live, self.settings.storage_format);
         let write = Write {
             game: *game,
             expected: version,
             version: version + 1,
-            state: storage::encode(live),
+            state,
+            moves,
             entries: vec![storage::log_entry(&frames)],
             finished_ttl: change.finished.then_some(self.settings.finished_ttl),
             outbox: change.finished && live.is_recorded(),

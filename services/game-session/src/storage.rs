@@ -28,13 +28,19 @@ fn corrupt(what: &str) -> SessionError {
     SessionError::Corrupt(format!("stored game: bad {what}"))
 }
 
-/// A live game as loaded, with the move records it was read from. A game's move record
-/// only grows (a promotion choice amends the last move), so writing it back re-uses the
-/// records read for every move but the last, instead of converting the whole game again
-/// on every change (that cost grew with the length of the game).
+/// A live game as loaded, with the move records it was read from. Only the tail of a
+/// game's moves ever changes (a move appends one, a promotion choice amends the last, a
+/// takeback drops the last ones), so writing it back re-uses the records read for the
+/// moves that did not change instead of converting the whole game again on every change;
+/// and in format 2 writes only the records that changed.
 pub struct Loaded {
     live: LiveGame,
     stored_moves: Vec<games::MoveRecord>,
+    /// How many of `stored_moves` the store's move list holds (format 2); none when that
+    /// is not known — the game was read in format 1, whose writes leave the list alone —
+    /// and the next format-2 write then writes the list whole. Set by a read or a write at
+    /// the version this state is at (a state is cached only after its write succeeded).
+    listed: Option<usize>,
 }
 
 impl Loaded {
@@ -43,6 +49,7 @@ impl Loaded {
         Loaded {
             live,
             stored_moves: Vec::new(),
+            listed: None,
         }
     }
 }
@@ -68,41 +75,122 @@ impl std::ops::DerefMut for Loaded {
     }
 }
 
-/// The storage format this version writes (`StoredGame.format`). Raise it with any change
-/// an older version could not read back whole — and only once every instance reads it
-/// (one release that reads the new format, the next that writes it).
-pub const FORMAT: u32 = 1;
+/// The newest storage format (`StoredGame.format`) this version reads, and the newest it
+/// can write (`--storage-format`). Raise it with any change an older version could not
+/// read back whole — and write the new format only once every instance reads it (one
+/// release that reads it, the next that writes it by default).
+///
+/// - 1: the state holds the whole game, its move records included: every change rewrites
+///   them all, so a move's cost grows with the game's length.
+/// - 2: the move records are a list of their own (`game_moves_key`, one encoded
+///   `MoveRecord` per ply) and the state holds their count, not them: a move appends one
+///   record, and what a move costs no longer depends on how long the game is.
+pub const NEWEST: u32 = 2;
 
-/// The stored bytes of a live game.
-pub fn encode(loaded: &mut Loaded) -> Bytes {
+/// The format written unless `--storage-format` says otherwise: 1, which every earlier
+/// release reads, so that a rolling upgrade to this release loses nothing. Once every
+/// instance runs this release (or a later one), `--storage-format 2` is safe; the next
+/// release writes 2 by default.
+pub const DEFAULT_FORMAT: u32 = 1;
+
+/// What a write does to the store's list of a game's move records (format 2).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct MovesWrite {
+    /// Cut the list to this many records first (0: remove it), or leave it as it is.
+    pub trim_to: Option<u64>,
+    /// Records (encoded `MoveRecord`s) to append after that.
+    pub append: Vec<Bytes>,
+}
+
+impl MovesWrite {
+    /// Whether the write leaves the list alone.
+    pub fn is_empty(&self) -> bool {
+        self.trim_to.is_none() && self.append.is_empty()
+    }
+}
+
+/// How many of the stored move records still stand for the live moves. Only the tail
+/// changes (see [`Loaded`]), so this looks back from the shorter length only while the
+/// records differ: one comparison for a move, two after a promotion choice.
+fn unchanged_prefix(stored: &[games::MoveRecord], live: &[PlayedMove]) -> usize {
+    let mut keep = stored.len().min(live.len());
+    while keep > 0 && stored[keep - 1] != games::MoveRecord::from(&live[keep - 1]) {
+        keep -= 1;
+    }
+    keep
+}
+
+/// The stored bytes of a live game in `format` (1 or 2; anything else is written as 1),
+/// and what the write does to the game's list of move records.
+pub fn encode(loaded: &mut Loaded, format: u32) -> (Bytes, MovesWrite) {
     let mut stored = StoredGame::from(&loaded.live);
     let live_moves = loaded.live.moves();
     let mut moves = std::mem::take(&mut loaded.stored_moves);
-    let keep = moves.len().min(live_moves.len()).saturating_sub(1);
+    let keep = unchanged_prefix(&moves, live_moves);
     moves.truncate(keep);
     moves.extend(live_moves[keep..].iter().map(games::MoveRecord::from));
+    if format == 2 {
+        let from = loaded.listed.map_or(0, |listed| listed.min(keep));
+        let moves_write = MovesWrite {
+            trim_to: (loaded.listed != Some(from)).then_some(from as u64),
+            append: moves[from..]
+                .iter()
+                .map(|m| Bytes::from(m.encode_to_vec()))
+                .collect(),
+        };
+        stored.format = 2;
+        stored.move_count = moves.len() as u32;
+        let bytes = Bytes::from(stored.encode_to_vec());
+        loaded.listed = Some(moves.len());
+        loaded.stored_moves = moves;
+        return (bytes, moves_write);
+    }
+    stored.format = 1;
     stored.moves = moves;
     let bytes = Bytes::from(stored.encode_to_vec());
     loaded.stored_moves = std::mem::take(&mut stored.moves);
-    bytes
+    // The list (if a format-2 write left one) no longer follows the game.
+    loaded.listed = None;
+    (bytes, MovesWrite::default())
 }
 
-/// A live game from its stored bytes.
-pub fn decode(bytes: &[u8]) -> Result<Loaded, SessionError> {
+/// A live game from its stored state and the store's list of its move records (read
+/// with it, and used only in format 2).
+pub fn decode(bytes: &[u8], listed: &[Bytes]) -> Result<Loaded, SessionError> {
     let mut stored = StoredGame::decode(bytes)
         .map_err(|e| SessionError::Corrupt(format!("stored game: {e}")))?;
     // Format 0 (before formats were numbered) is format 1; a newer one is not ours to
     // rewrite.
-    if stored.format > FORMAT {
+    if stored.format > NEWEST {
         return Err(SessionError::NewerFormat(stored.format));
     }
-    let stored_moves = std::mem::take(&mut stored.moves);
+    let (stored_moves, listed) = if stored.format >= 2 {
+        if listed.len() != stored.move_count as usize {
+            return Err(SessionError::Corrupt(format!(
+                "stored game: {} move records listed for {} moves",
+                listed.len(),
+                stored.move_count
+            )));
+        }
+        let records = listed
+            .iter()
+            .map(|b| games::MoveRecord::decode(b.as_ref()))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| SessionError::Corrupt(format!("move record: {e}")))?;
+        (records, Some(listed.len()))
+    } else {
+        (std::mem::take(&mut stored.moves), None)
+    };
     let mut live = LiveGame::try_from(stored)?;
     live.moves = stored_moves
         .iter()
         .map(PlayedMove::try_from)
         .collect::<Result<Vec<_>, _>>()?;
-    Ok(Loaded { live, stored_moves })
+    Ok(Loaded {
+        live,
+        stored_moves,
+        listed,
+    })
 }
 
 /// A log entry: one version's frames, one per audience — or one for all when they are the
@@ -406,7 +494,9 @@ impl From<&LiveGame> for StoredGame {
             commitment: info.commitment.clone(),
             start_fen: info.start_fen.clone(),
             clock: g.clock.as_ref().map(clock_to_stored),
-            format: FORMAT,
+            // Both set by `encode`.
+            format: 0,
+            move_count: 0,
         }
     }
 }
@@ -484,5 +574,259 @@ impl TryFrom<StoredGame> for LiveGame {
             started_at_ms: stored.started_at_ms,
             ended_at_ms: stored.ended_at_ms,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use frontier_protocol::BotLevel;
+    use frontier_rules::{Layout, Shuffle, Variant};
+
+    use super::*;
+    use crate::game::{Action, Applied, ClockSettings, NewGame};
+
+    const CLOCKS: ClockSettings = ClockSettings {
+        ms_per_minute: 60_000,
+        first_move_limit_ms: 30_000,
+    };
+
+    fn person(id: &str) -> Player {
+        Player {
+            id: id.to_owned(),
+            name: id.to_owned(),
+            guest: true,
+            bot: false,
+            bot_level: None,
+        }
+    }
+
+    fn started(variant: Variant, shuffle: Option<Shuffle>, opponent: Player) -> Loaded {
+        let mut live = LiveGame::new_board(
+            NewGame {
+                id: "0190c6a0-0000-7000-8000-000000000001".into(),
+                code: "ABCDEF".into(),
+                creator: person("white"),
+                creator_color: Color::White,
+                variant,
+                rated: false,
+                time_control: None,
+                shuffle,
+                start: None,
+                now_ms: 0,
+            },
+            CLOCKS,
+        );
+        live.join(opponent, 0, CLOCKS).expect("joins");
+        Loaded::new(live)
+    }
+
+    fn act(loaded: &mut Loaded, seat: Color, action: Action) {
+        match loaded.apply(seat, &action, 0).expect("applies") {
+            Applied::Done(_) => {}
+            Applied::TimedOut(..) => panic!("no clock here"),
+        }
+    }
+
+    /// The side that plays ply `i + 1`.
+    fn mover(i: usize) -> Color {
+        if i.is_multiple_of(2) {
+            Color::White
+        } else {
+            Color::Black
+        }
+    }
+
+    fn mv(uci: &str) -> Action {
+        Action::Move(uci.to_owned(), None)
+    }
+
+    /// The store's list after a write.
+    fn apply(list: &mut Vec<Bytes>, write: &MovesWrite) {
+        if let Some(len) = write.trim_to {
+            list.truncate(len as usize);
+        }
+        list.extend(write.append.iter().cloned());
+    }
+
+    fn record(m: &PlayedMove) -> Bytes {
+        Bytes::from(games::MoveRecord::from(m).encode_to_vec())
+    }
+
+    /// The state's size less its repetition history (8 bytes a position, and at most the
+    /// positions since the last pawn move or capture): what else it keeps.
+    fn size_beyond_history(state: &Bytes) -> usize {
+        let stored = StoredGame::decode(state.as_ref()).expect("decodes");
+        state.len() - 8 * stored.history.len()
+    }
+
+    #[test]
+    fn in_format_2_a_move_appends_one_record_and_the_state_does_not_grow_with_the_game() {
+        let line = crate::testing::long_line(Variant::Standard, 300, 1).expect("a line");
+        let mut two = started(Variant::Standard, None, person("black"));
+        let mut one = started(Variant::Standard, None, person("black"));
+        let mut list = Vec::new();
+        // A new game's list is written whole (it is empty).
+        let (_, first) = encode(&mut two, 2);
+        assert_eq!(first.trim_to, Some(0));
+        apply(&mut list, &first);
+        let mut sizes = (Vec::new(), Vec::new());
+        for (i, uci) in line.iter().enumerate() {
+            let seat = mover(i);
+            act(&mut two, seat, mv(uci));
+            act(&mut one, seat, mv(uci));
+            let (state, write) = encode(&mut two, 2);
+            assert_eq!(
+                write,
+                MovesWrite {
+                    trim_to: None,
+                    append: vec![record(&two.moves()[i])],
+                },
+                "ply {}: one record appended, nothing rewritten",
+                i + 1
+            );
+            apply(&mut list, &write);
+            let stored = StoredGame::decode(state.as_ref()).expect("decodes");
+            assert!(stored.moves.is_empty());
+            assert_eq!((stored.format, stored.move_count), (2, i as u32 + 1));
+            sizes.0.push(size_beyond_history(&state));
+            sizes.1.push(size_beyond_history(&encode(&mut one, 1).0));
+        }
+        let early = |s: &[usize]| s[..40].iter().copied().max().unwrap_or(0);
+        let late = |s: &[usize]| s[260..].iter().copied().max().unwrap_or(0);
+        assert!(
+            late(&sizes.0) <= early(&sizes.0) + 16,
+            "format 2: {} bytes beyond the history late against {} early",
+            late(&sizes.0),
+            early(&sizes.0)
+        );
+        // Format 1 for contrast: it carries every move, so the measure above sees it grow.
+        assert!(
+            late(&sizes.1) > early(&sizes.1) + 220 * 10,
+            "format 1: {} late against {} early",
+            late(&sizes.1),
+            early(&sizes.1)
+        );
+        // What was written reads back as the same game.
+        let (state, _) = encode(&mut two, 2);
+        let read = decode(&state, &list).expect("decodes");
+        assert_eq!(read.moves(), two.moves());
+        assert_eq!(read.game().position().fen(), two.game().position().fen());
+    }
+
+    #[test]
+    fn a_promotion_choice_replaces_the_last_record() {
+        // White's a1 is truly a pawn, a2 a knight; Black's a7 a knight: the a-file opens,
+        // and the a1 "rook" takes on a8 as a pawn whose promotion is then chosen.
+        let layout = Layout::from_canonical("PNBQBRRNPPPPPPP/rbbqnrpnppppppp").expect("valid");
+        let shuffle = Shuffle::with_random_salt(layout).expect("salt");
+        let mut game = started(Variant::Hidden, Some(shuffle), person("black"));
+        let mut list = Vec::new();
+        apply(&mut list, &encode(&mut game, 2).1);
+        for (seat, uci) in [
+            (Color::White, "a2a3"),
+            (Color::Black, "a7a6"),
+            (Color::White, "a3b5"),
+            (Color::Black, "a6c5"),
+            (Color::White, "a1a8"),
+        ] {
+            act(&mut game, seat, mv(uci));
+            let write = encode(&mut game, 2).1;
+            assert_eq!((write.trim_to, write.append.len()), (None, 1), "{uci}");
+            apply(&mut list, &write);
+        }
+        act(&mut game, Color::White, Action::Promote(Role::Knight));
+        let (state, write) = encode(&mut game, 2);
+        assert_eq!(
+            write,
+            MovesWrite {
+                trim_to: Some(4),
+                append: vec![record(&game.moves()[4])],
+            }
+        );
+        apply(&mut list, &write);
+        let read = decode(&state, &list).expect("decodes");
+        assert_eq!(read.moves().len(), 5);
+        assert_eq!(read.moves()[4].uci.to_string(), "a1a8n");
+    }
+
+    #[test]
+    fn an_undo_cuts_the_list() {
+        let bot = Player::bot("bot".into(), BotLevel::Easy);
+        let mut game = started(Variant::Standard, None, bot);
+        let mut list = Vec::new();
+        apply(&mut list, &encode(&mut game, 2).1);
+        for (i, uci) in ["e2e4", "e7e5", "g1f3", "b8c6"].iter().enumerate() {
+            let seat = mover(i);
+            act(&mut game, seat, mv(uci));
+            apply(&mut list, &encode(&mut game, 2).1);
+        }
+        act(&mut game, Color::White, Action::Undo);
+        let (state, write) = encode(&mut game, 2);
+        assert_eq!(
+            write,
+            MovesWrite {
+                trim_to: Some(2),
+                append: Vec::new(),
+            }
+        );
+        apply(&mut list, &write);
+        assert_eq!(list.len(), 2);
+        let read = decode(&state, &list).expect("decodes");
+        assert_eq!(read.moves(), game.moves());
+    }
+
+    #[test]
+    fn formats_follow_each_other_on_one_game_and_a_wrong_list_is_corrupt() {
+        let mut game = started(Variant::Standard, None, person("black"));
+        let mut list = Vec::new();
+        let moves = ["e2e4", "e7e5", "g1f3", "b8c6", "f1c4", "g8f6"];
+        let play = |game: &mut Loaded, i: usize| {
+            let seat = mover(i);
+            act(game, seat, mv(moves[i]));
+        };
+        // Format 1 leaves the list alone; a game read from it does not trust the list.
+        play(&mut game, 0);
+        play(&mut game, 1);
+        let (state, write) = encode(&mut game, 1);
+        assert!(write.is_empty());
+        let stale = vec![Bytes::from_static(b"stale")];
+        let mut game = decode(&state, &stale).expect("a format-1 state ignores the list");
+        assert_eq!(game.moves().len(), 2);
+        // The first format-2 write lists every move.
+        play(&mut game, 2);
+        let (state, write) = encode(&mut game, 2);
+        assert_eq!((write.trim_to, write.append.len()), (Some(0), 3));
+        apply(&mut list, &write);
+        let mut game = decode(&state, &list).expect("decodes");
+        play(&mut game, 3);
+        let write = encode(&mut game, 2).1;
+        assert_eq!((write.trim_to, write.append.len()), (None, 1));
+        apply(&mut list, &write);
+        // Back to 1 (an instance not yet told to write 2), then 2 again: listed whole.
+        play(&mut game, 4);
+        let (state, write) = encode(&mut game, 1);
+        assert!(write.is_empty());
+        let mut game = decode(&state, &list).expect("reads its moves from the state");
+        assert_eq!(game.moves().len(), 5);
+        play(&mut game, 5);
+        let (state, write) = encode(&mut game, 2);
+        assert_eq!((write.trim_to, write.append.len()), (Some(0), 6));
+        apply(&mut list, &write);
+        assert_eq!(
+            decode(&state, &list).expect("decodes").moves(),
+            game.moves()
+        );
+        // A list that does not hold the state's count of moves is corrupt, never guessed at.
+        assert!(matches!(
+            decode(&state, &list[..5]),
+            Err(SessionError::Corrupt(_))
+        ));
+        // And a format newer than this version's is refused.
+        let mut stored = StoredGame::decode(state.as_ref()).expect("decodes");
+        stored.format = NEWEST + 1;
+        assert!(matches!(
+            decode(&stored.encode_to_vec(), &list),
+            Err(SessionError::NewerFormat(f)) if f == NEWEST + 1
+        ));
     }
 }

@@ -112,6 +112,21 @@ pub struct Write {
     pub deadline: Option<i64>,
     /// The change leaves a bot to act: its job, put in the bot-job outbox with the change.
     pub bot_job: Option<OutboxJob>,
+    /// What the change does to the game's list of move records (storage format 2;
+    /// format 1 leaves it alone).
+    pub moves: crate::storage::MovesWrite,
+}
+
+/// A game as stored: its version, its state, and its list of move records (empty unless
+/// the state is in storage format 2), all read at once.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Stored {
+    /// The version.
+    pub version: u64,
+    /// The state (`StoredGame`).
+    pub state: Bytes,
+    /// The move records' list.
+    pub moves: Vec<Bytes>,
 }
 
 /// A bot job waiting in the outbox for the stream's acknowledgement.
@@ -166,11 +181,11 @@ enum Tick {
 
 /// The storage of live games.
 pub trait GameStore: Send + Sync + 'static {
-    /// The current version and state of a game.
+    /// The current version, state and move records of a game.
     fn load(
         &self,
         game: &GameId,
-    ) -> impl Future<Output = Result<Option<(u64, Bytes)>, StoreError>> + Send;
+    ) -> impl Future<Output = Result<Option<Stored>, StoreError>> + Send;
 
     /// Applies the write if the game is still at `expected`; false if it is not. A write
     /// applied but not confirmed by the replicas the store requires is
@@ -347,19 +362,29 @@ fn offer_of(fields: Option<Vec<Option<String>>>) -> Result<Option<RematchOffer>,
     }))
 }
 
-/// Compare-and-set of a game: KEYS state, log, outbox, deadlines, bot-job outbox; ARGV
-/// expected, version, state, ttl-seconds (0: none), game id, deadline (Unix ms, or -1 for
-/// none), outbox (1 to add the game to it), bot job id (empty: none), bot job, then the log
-/// entries. The outbox, deadline and bot-job sets are the game's shard's, so every key
-/// shares the game's hash tag (one Redis Cluster slot). The deadline part is the clock
-/// contract's own snippet (`frontier_platform::deadlines`).
+/// Compare-and-set of a game: KEYS state, log, outbox, deadlines, bot-job outbox, move
+/// records; ARGV expected, version, state, ttl-seconds (0: none), game id, deadline (Unix
+/// ms, or -1 for none), outbox (1 to add the game to it), bot job id (empty: none), bot
+/// job, the number n of log entries, the length to cut the move records' list to first
+/// (-1: none; 0: remove it), then the n log entries, then the move records to append. The
+/// outbox, deadline and bot-job sets are the game's shard's, so every key shares the
+/// game's hash tag (one Redis Cluster slot). The deadline part is the clock contract's own
+/// snippet (`frontier_platform::deadlines`).
 fn cas_script() -> String {
     let head = r#"
 local current = redis.call('HGET', KEYS[1], 'v')
 if current == false then current = '0' end
 if current ~= ARGV[1] then return 0 end
 redis.call('HSET', KEYS[1], 'v', ARGV[2], 's', ARGV[3])
-for i = 10, #ARGV do redis.call('RPUSH', KEYS[2], ARGV[i]) end
+local n = tonumber(ARGV[10])
+for i = 12, 11 + n do redis.call('RPUSH', KEYS[2], ARGV[i]) end
+local trim = tonumber(ARGV[11])
+if trim == 0 then
+  redis.call('DEL', KEYS[6])
+elseif trim > 0 then
+  redis.call('LTRIM', KEYS[6], 0, trim - 1)
+end
+for i = 12 + n, #ARGV do redis.call('RPUSH', KEYS[6], ARGV[i]) end
 if ARGV[8] ~= '' then redis.call('HSET', KEYS[5], ARGV[8], ARGV[9]) end
 "#;
     let tail = r#"
@@ -367,6 +392,7 @@ local ttl = tonumber(ARGV[4])
 if ttl > 0 then
   redis.call('EXPIRE', KEYS[1], ttl)
   redis.call('EXPIRE', KEYS[2], ttl)
+  redis.call('EXPIRE', KEYS[6], ttl)
 end
 if ARGV[7] == '1' then
   redis.call('SADD', KEYS[3], ARGV[5])
@@ -379,13 +405,23 @@ return 1
     )
 }
 
-/// Games in Redis: a hash per game (`v`, `s`), a list as its log, a set per shard as the
-/// outbox. Works on one Redis or a Redis Cluster.
+/// A game's version, state and move records in one atomic read: KEYS state, move
+/// records; nil for a game that is not there.
+const LOAD_SCRIPT: &str = r#"
+local vs = redis.call('HMGET', KEYS[1], 'v', 's')
+if not vs[1] or not vs[2] then return false end
+return {vs[1], vs[2], redis.call('LRANGE', KEYS[2], 0, -1)}
+"#;
+
+/// Games in Redis: a hash per game (`v`, `s`), a list as its log, a list of its move
+/// records (storage format 2), a set per shard as the outbox. Works on one Redis or a
+/// Redis Cluster.
 #[derive(Clone)]
 pub struct RedisStore {
     conn: RedisConn,
     ns: Namespace,
     cas: Arc<LuaScript>,
+    load_script: Arc<LuaScript>,
     rematch_scripts: Arc<[redis::Script; 3]>,
     deadlines: RedisDeadlines,
     ack: AckReplicas,
@@ -443,6 +479,7 @@ impl RedisStore {
             conn,
             ns,
             cas: Arc::new(LuaScript::new(cas_script())),
+            load_script: Arc::new(LuaScript::new(LOAD_SCRIPT.to_owned())),
             rematch_scripts: Arc::new([
                 redis::Script::new(OFFER_REMATCH),
                 redis::Script::new(ACCEPT_REMATCH),
@@ -636,30 +673,38 @@ fn replicas_per_master_in(nodes: &str) -> u32 {
 }
 
 impl GameStore for RedisStore {
-    async fn load(&self, game: &GameId) -> Result<Option<(u64, Bytes)>, StoreError> {
+    async fn load(&self, game: &GameId) -> Result<Option<Stored>, StoreError> {
         let mut conn = self.conn.clone();
-        let (v, s): (Option<u64>, Option<Vec<u8>>) = redis::cmd("HMGET")
-            .arg(self.ns.game_state_key(game))
-            .arg("v")
-            .arg("s")
-            .query_async(&mut conn)
-            .await?;
-        Ok(match (v, s) {
-            (Some(v), Some(s)) => Some((v, Bytes::from(s))),
-            _ => None,
-        })
+        let command = |by_hash: bool| {
+            let mut cmd = self.load_script.cmd(by_hash);
+            cmd.arg(2)
+                .arg(self.ns.game_state_key(game))
+                .arg(self.ns.game_moves_key(game));
+            cmd
+        };
+        type Read = Option<(u64, Vec<u8>, Vec<Vec<u8>>)>;
+        let read: Read = match command(true).query_async(&mut conn).await {
+            Err(e) if is_noscript(&e) => command(false).query_async(&mut conn).await?,
+            other => other?,
+        };
+        Ok(read.map(|(version, state, moves)| Stored {
+            version,
+            state: Bytes::from(state),
+            moves: moves.into_iter().map(Bytes::from).collect(),
+        }))
     }
 
     async fn compare_and_set(&self, write: Write) -> Result<bool, StoreError> {
         let shard = Shard::of(&write.game);
         let command = |by_hash: bool| {
             let mut cmd = self.cas.cmd(by_hash);
-            cmd.arg(5)
+            cmd.arg(6)
                 .arg(self.ns.game_state_key(&write.game))
                 .arg(self.ns.game_log_key(&write.game))
                 .arg(self.ns.finished_outbox_key(shard))
                 .arg(self.ns.deadlines_key(shard))
                 .arg(self.ns.bot_outbox_key(shard))
+                .arg(self.ns.game_moves_key(&write.game))
                 .arg(write.expected)
                 .arg(write.version)
                 .arg(write.state.as_ref())
@@ -671,8 +716,13 @@ impl GameStore for RedisStore {
                 Some(job) => cmd.arg(job.id.as_str()).arg(job.payload.as_ref()),
                 None => cmd.arg("").arg(""),
             };
+            cmd.arg(write.entries.len())
+                .arg(write.moves.trim_to.map_or(-1, |n| n as i64));
             for entry in &write.entries {
                 cmd.arg(entry.as_ref());
+            }
+            for record in &write.moves.append {
+                cmd.arg(record.as_ref());
             }
             cmd
         };
@@ -1086,6 +1136,7 @@ struct MemoryGame {
     version: u64,
     state: Bytes,
     log: Vec<Bytes>,
+    moves: Vec<Bytes>,
 }
 
 #[derive(Default)]
@@ -1129,12 +1180,12 @@ impl MemoryStore {
 }
 
 impl GameStore for MemoryStore {
-    async fn load(&self, game: &GameId) -> Result<Option<(u64, Bytes)>, StoreError> {
-        Ok(self
-            .lock()
-            .games
-            .get(game)
-            .map(|g| (g.version, g.state.clone())))
+    async fn load(&self, game: &GameId) -> Result<Option<Stored>, StoreError> {
+        Ok(self.lock().games.get(game).map(|g| Stored {
+            version: g.version,
+            state: g.state.clone(),
+            moves: g.moves.clone(),
+        }))
     }
 
     async fn compare_and_set(&self, write: Write) -> Result<bool, StoreError> {
@@ -1146,6 +1197,10 @@ impl GameStore for MemoryStore {
         entry.version = write.version;
         entry.state = write.state;
         entry.log.extend(write.entries);
+        if let Some(len) = write.moves.trim_to {
+            entry.moves.truncate(len as usize);
+        }
+        entry.moves.extend(write.moves.append);
         if write.outbox && !inner.outbox.contains(&write.game) {
             inner.outbox.push(write.game);
         }
@@ -1239,7 +1294,7 @@ impl GameStore for MemoryStore {
         }
         let mut behind = Vec::new();
         for (game, relayed) in quiet {
-            if self.load(game).await?.is_none_or(|(v, _)| v > *relayed) {
+            if self.load(game).await?.is_none_or(|s| s.version > *relayed) {
                 behind.push(*game);
             }
         }

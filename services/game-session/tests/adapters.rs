@@ -18,6 +18,10 @@ use futures_util::StreamExt as _;
 const LAYOUT: &str = "PQBNBNRRPPPPPPP/pqbnbnrrppppppp";
 
 async fn real_service(ns: &Namespace) -> GameService<RedisStore, NatsBus> {
+    real_service_with(ns, Settings::default()).await
+}
+
+async fn real_service_with(ns: &Namespace, settings: Settings) -> GameService<RedisStore, NatsBus> {
     let store = RedisStore::connect(&frontier_testkit::redis_url(), ns.clone())
         .await
         .expect("Redis answers (run the tests with `make test`)");
@@ -29,7 +33,7 @@ async fn real_service(ns: &Namespace) -> GameService<RedisStore, NatsBus> {
         bus,
         Arc::new(SystemClock),
         Arc::new(FixedLayout(Layout::from_canonical(LAYOUT).expect("valid"))),
-        Settings::default(),
+        settings,
     )
 }
 
@@ -68,6 +72,7 @@ async fn compare_and_set_lets_exactly_one_racer_win() {
         outbox: false,
         deadline: None,
         bot_job: None,
+        moves: Default::default(),
     };
     assert!(store.compare_and_set(first.clone()).await.expect("cas"));
     assert!(
@@ -89,6 +94,7 @@ async fn compare_and_set_lets_exactly_one_racer_win() {
                         outbox: false,
                         deadline: None,
                         bot_job: None,
+                        moves: Default::default(),
                     })
                     .await
                     .expect("cas")
@@ -100,13 +106,95 @@ async fn compare_and_set_lets_exactly_one_racer_win() {
         winners += usize::from(r.await.expect("join"));
     }
     assert_eq!(winners, 1);
-    let (version, _) = store.load(&game).await.expect("load").expect("exists");
-    assert_eq!(version, 2);
+    let stored = store.load(&game).await.expect("load").expect("exists");
+    assert_eq!(stored.version, 2);
     assert_eq!(
         store.log_after(&game, 0, 10).await.expect("log").len(),
         2,
         "one entry per version"
     );
+}
+
+/// Storage format 2 on Redis: a game's move records are a list of their own, appended one
+/// per move. Two instances share one game, one writing format 1 (the default: the state
+/// carries every move) and one format 2, neither caching (each move is read from Redis):
+/// every move is read back whole whoever wrote the one before, the list holds exactly the
+/// moves of the last format-2 write, and when the game ends the list expires with it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn games_in_either_storage_format_are_played_on_by_the_other() {
+    use frontier_proto::gamesession::storage::v1::StoredGame;
+    use prost::Message as _;
+    let ns = Namespace::new(&frontier_testkit::unique_namespace()).expect("valid");
+    let settings = |storage_format| Settings {
+        storage_format,
+        state_cache: 0,
+        ..Settings::default()
+    };
+    let one = real_service_with(&ns, settings(1)).await;
+    let two = real_service_with(&ns, settings(2)).await;
+    let line = frontier_game_session::testing::long_line(Variant::Standard, 24, 3).expect("a line");
+    let white = player("w");
+    let black = player("b");
+    let (game, code, _) = two
+        .create_board(NewBoard {
+            creator: white.clone(),
+            variant: Variant::Standard,
+            color: Some(Color::White),
+            rated: false,
+            time_control: None,
+            start_fen: None,
+        })
+        .await
+        .expect("created");
+    one.join_board(black.clone(), &code).await.expect("joined");
+    let mut redis = one.store().connection();
+    let moves_key = ns.game_moves_key(&game);
+    for (i, uci) in line.iter().enumerate() {
+        // Three moves by one instance, three by the other.
+        let (svc, format) = if (i / 3).is_multiple_of(2) {
+            (&two, 2)
+        } else {
+            (&one, 1)
+        };
+        let seat = if i.is_multiple_of(2) { &white } else { &black };
+        svc.act(&game, &seat.id, "", None, &Action::Move(uci.clone(), None))
+            .await
+            .expect(uci);
+        let stored = one.store().load(&game).await.expect("load").expect("there");
+        let state = StoredGame::decode(stored.state.as_ref()).expect("decodes");
+        assert_eq!(state.format, format, "ply {}", i + 1);
+        if format == 2 {
+            assert!(state.moves.is_empty());
+            assert_eq!(state.move_count as usize, i + 1);
+            assert_eq!(stored.moves.len(), i + 1, "listed, ply {}", i + 1);
+        } else {
+            assert_eq!(state.moves.len(), i + 1);
+        }
+        for reader in [&one, &two] {
+            let seen = reader.view(&game, "").await.expect("view");
+            let ServerMessage::Game { game: g, .. } =
+                serde_json::from_str(&seen.frame).expect("json")
+            else {
+                panic!("game frame");
+            };
+            let played: Vec<&str> = g.moves.iter().map(|m| m.uci.as_str()).collect();
+            assert_eq!(played, line[..=i].to_vec(), "ply {}", i + 1);
+        }
+    }
+    two.act(&game, &white.id, "", None, &Action::Resign)
+        .await
+        .expect("resign");
+    let ttl: i64 = redis::cmd("TTL")
+        .arg(&moves_key)
+        .query_async(&mut redis)
+        .await
+        .expect("ttl");
+    let limit = Settings::default().finished_ttl.as_secs() as i64;
+    assert!(
+        (1..=limit).contains(&ttl),
+        "the move list expires with its game: {ttl}"
+    );
+    drop_stream(&ns).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -434,6 +522,7 @@ async fn tick_on<S: GameStore>(store: &S) {
         outbox: false,
         deadline: None,
         bot_job: None,
+        moves: Default::default(),
     };
     // Many games, over every shard: half at version 1, half at version 2.
     let games: Vec<GameId> = (0..40).map(|_| GameId::new()).collect();

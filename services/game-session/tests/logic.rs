@@ -538,13 +538,14 @@ async fn no_type_holding_a_secret_prints_it_through_debug() {
             .await
             .expect("legal");
     }
-    let (_, bytes) = svc
+    let loaded = svc
         .store()
         .load(&game)
         .await
         .expect("load")
         .expect("stored");
-    let live = storage::decode(&bytes).expect("decodes");
+    let bytes = loaded.state.clone();
+    let live = storage::decode(&bytes, &loaded.moves).expect("decodes");
     let stored = frontier_proto::gamesession::storage::v1::StoredGame::decode(bytes.as_ref())
         .expect("decodes");
     assert!(!stored.layout.is_empty() && !stored.salt.is_empty());
@@ -730,13 +731,14 @@ async fn a_stored_games_format_is_read_when_older_and_left_alone_when_newer() {
     let rewrite = |format: u32| {
         let svc = &svc;
         async move {
-            let (version, bytes) = svc
+            let loaded = svc
                 .store()
                 .load(&game)
                 .await
                 .expect("load")
                 .expect("stored");
-            let mut stored = StoredGame::decode(bytes.as_ref()).expect("decodes");
+            let version = loaded.version;
+            let mut stored = StoredGame::decode(loaded.state.as_ref()).expect("decodes");
             stored.format = format;
             let state = bytes::Bytes::from(stored.encode_to_vec());
             let written = svc
@@ -751,6 +753,7 @@ async fn a_stored_games_format_is_read_when_older_and_left_alone_when_newer() {
                     outbox: false,
                     deadline: None,
                     bot_job: None,
+                    moves: Default::default(),
                 })
                 .await
                 .expect("written");
@@ -759,40 +762,43 @@ async fn a_stored_games_format_is_read_when_older_and_left_alone_when_newer() {
         }
     };
     let format_now = || async {
-        let (_, bytes) = svc
+        let loaded = svc
             .store()
             .load(&game)
             .await
             .expect("load")
             .expect("stored");
-        StoredGame::decode(bytes.as_ref()).expect("decodes").format
+        StoredGame::decode(loaded.state.as_ref())
+            .expect("decodes")
+            .format
     };
     assert_eq!(
         format_now().await,
-        storage::FORMAT,
-        "this version writes its format"
+        storage::DEFAULT_FORMAT,
+        "this version writes its default format"
     );
     // Newer: refused, typed, and the stored bytes untouched.
-    let newer = rewrite(storage::FORMAT + 1).await;
+    let newer = rewrite(storage::NEWEST + 1).await;
     let refused = svc
         .act(&game, &black.id, "", None, &mv("e7e5"))
         .await
         .expect_err("a newer format is not this version's to play");
     assert!(
-        matches!(refused, SessionError::NewerFormat(f) if f == storage::FORMAT + 1),
+        matches!(refused, SessionError::NewerFormat(f) if f == storage::NEWEST + 1),
         "{refused:?}"
     );
-    let (_, kept) = svc
+    let kept = svc
         .store()
         .load(&game)
         .await
         .expect("load")
-        .expect("stored");
+        .expect("stored")
+        .state;
     assert_eq!(kept, newer, "left as it was");
     // Older (0): read, played, and written back in this version's format.
     rewrite(0).await;
     svc.act(&game, &black.id, "", None, &mv("e7e5"))
         .await
         .expect("an older format is read");
-    assert_eq!(format_now().await, storage::FORMAT);
+    assert_eq!(format_now().await, storage::DEFAULT_FORMAT);
 }

@@ -213,14 +213,14 @@ async fn an_offer_on_one_instance_accepted_on_another_makes_one_game_with_colour
         .await;
 
     // The rematch: same variant, clock and rating; colours swapped; started.
-    let (version, bytes) = a
+    let stored = a
         .store()
         .load(&new_game)
         .await
         .expect("loads")
         .expect("the rematch exists");
-    assert_eq!(version, 2, "created and started, once");
-    let live = storage::decode(&bytes).expect("decodes");
+    assert_eq!(stored.version, 2, "created and started, once");
+    let live = storage::decode(&stored.state, &stored.moves).expect("decodes");
     let info = live.info();
     assert_eq!(info.variant, Variant::Hidden);
     assert!(info.rated);
