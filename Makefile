@@ -41,7 +41,7 @@ PERFT := $(CARGO) run --quiet --release -p frontier-rules --bin perft --
 IMAGE ?= frontier:dev
 DEPLOY_PY := scripts/deploy-python.sh
 
-.PHONY: all build test lint fmt perft bench load load-idle load-idle-cost floor-compare load-clusters chaos-clusters soak ladder fuzz run dev clean deploy-check k8s scaling-check image image-offline browser-test rig chaos
+.PHONY: all build test lint fmt perft bench bench-long-games load load-idle load-idle-cost floor-compare load-clusters chaos-clusters soak ladder fuzz run dev clean deploy-check k8s scaling-check image image-offline browser-test rig chaos
 
 all: build
 
@@ -129,6 +129,11 @@ perft:
 bench:
 	$(CARGO) bench -p frontier-rules --bench perft
 	$(CARGO) bench -p frontier-engine --bench search
+
+# A move's cost at ply 20 and 400 in each storage format (real Redis; throwaway servers
+# if none run): docs/benchmarks.md "A move of a long game".
+bench-long-games:
+	scripts/test-services.sh $(CARGO) bench -p frontier-game-session --bench long_games
 
 # frontier-load against release services started by scripts/bench-live.sh (its own
 # database and namespace on the test servers); the table on stdout, JSON and SVG in
