@@ -622,7 +622,7 @@ test('a form drawn again before a choice landed sends the choice, not its own st
   // screen, drawn before the pick, still shows the old variant when it is submitted.
   const me = await player();
   await enterAsGuest(me.page);
-  await me.page.evaluate(() => {
+  const onScreen = await me.page.evaluate(() => {
     const before = document.querySelector('#seek select[name=variant]');
     document.querySelector('#dark').click(); // drawn again: `before` is detached
     before.value = 'hidden';
@@ -630,8 +630,10 @@ test('a form drawn again before a choice landed sends the choice, not its own st
     const pool = document.querySelector('#seek select[name=pool]');
     pool.value = '10+0';
     pool.dispatchEvent(new Event('change', { bubbles: true }));
+    // Read in the same task: a later redraw (a status change) would draw the choice.
+    return document.querySelector('#seek select[name=variant]').value;
   });
-  assert.equal(await me.page.inputValue('#seek select[name=variant]'), 'standard', 'the form on screen is stale');
+  assert.equal(onScreen, 'standard', 'the form on screen is stale');
   await me.page.click('#seek button[type=submit]');
   await me.page.waitForSelector('.seeking', { timeout: WAIT });
   const seeking = me.received.find((f) => f.type === 'seeking');
