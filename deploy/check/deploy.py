@@ -490,6 +490,17 @@ def assert_invariants(c: Checks, label: str, values: dict, objects: list[dict]) 
         else:
             c.check(not scaled and f"{RELEASE}-bot-worker" in hpas, f"{label}: without KEDA an HPA scales bot-worker")
 
+    # game-session writes the storage format of values; no other service is given it.
+    gs_fmt = str(merged["gameSession"]["storageFormat"])
+    for (kind, name), obj in by_key.items():
+        if kind != "Deployment":
+            continue
+        ctr = obj["spec"]["template"]["spec"]["containers"][0]
+        env = {e["name"]: e.get("value") for e in ctr.get("env", []) if "value" in e}
+        want = gs_fmt if name == f"{RELEASE}-game-session" else None
+        c.check(env.get("FRONTIER_STORAGE_FORMAT") == want,
+                f"{label}: {name} is given FRONTIER_STORAGE_FORMAT={want} ({env.get('FRONTIER_STORAGE_FORMAT')})")
+
     # Fair play: a KEDA ScaledObject on its consumer of the finished-games stream — the very
     # consumer its pods are given, not rating's — or an HPA on CPU without KEDA.
     if "fairplay" in expected:
@@ -1139,6 +1150,8 @@ def check() -> int:
             "matchmaking": {"enabled": False}, "keda": {"enabled": False}})),
         ("production.yaml, platform namespace chess-eu-1", load_values("production.yaml", extra={
             "platform": {"namespace": "chess-eu-1"}})),
+        ("production.yaml, game-session writing storage format 2", load_values("production.yaml", extra={
+            "gameSession": {"storageFormat": 2}})),
         ("production.yaml without fair play", load_values("production.yaml", extra={"fairplay": {"enabled": False}})),
         ("production.yaml, fair play on consumer fairplay-eu, 4 at once", load_values("production.yaml", extra={
             "fairplay": {"consumer": "fairplay-eu", "concurrency": 4}})),
