@@ -1248,6 +1248,10 @@ const UPGRADE_ORDER: [Service; 6] = [
 /// time, is stopped as an orchestrator stops a pod (SIGTERM, drain) and started as the
 /// "new version" — the same build with `--drain-timeout 19s` added, a flag that changes
 /// nothing observable (two real versions are not at hand) — and waited for until ready.
+/// game-session's new version also writes storage format 2 (`--storage-format 2`), so the
+/// games under load are carried from format 1 to 2 as the instances are replaced — and,
+/// while old and new instances both serve, back and forth between the two (this build
+/// reads both; a real older release reads only 1, deploy/README.md, "Storage format 2").
 async fn rolling_upgrade(rig: Arc<tokio::sync::Mutex<Rig>>) -> anyhow::Result<()> {
     for service in UPGRADE_ORDER {
         let ids: Vec<usize> = rig.lock().await.of(service).collect();
@@ -1260,6 +1264,9 @@ async fn rolling_upgrade(rig: Arc<tokio::sync::Mutex<Rig>>) -> anyhow::Result<()
                 rig.instances[k].label()
             );
             rig.add_flags(k, &["--drain-timeout", "19s"]);
+            if service == Service::GameSession {
+                rig.add_flags(k, &["--storage-format", "2"]);
+            }
             rig.restart(k).await?;
         }
     }
@@ -1477,6 +1484,12 @@ async fn under_load(disruption: Disruption) -> anyhow::Result<()> {
         log.reconnects,
         log.retried,
     );
+    // After the upgrade game-session writes format 2: games played on have their moves
+    // listed beside their state.
+    let listed = match disruption {
+        Disruption::RollingUpgrade => Some(listed_games(&redis_url, &namespace).await?),
+        Disruption::Kills => None,
+    };
     rig.stop();
     remove_streams(&nats_url, &namespace).await;
     let report = report?;
@@ -1506,15 +1519,54 @@ async fn under_load(disruption: Disruption) -> anyhow::Result<()> {
             kills.values().sum::<u32>() > 0 || settings.seconds < settings.kill_every.as_secs(),
             "nothing was killed"
         ),
-        Disruption::RollingUpgrade => anyhow::ensure!(
-            stops as usize == rig.instances.len(),
-            "{stops} of {} instances were replaced",
-            rig.instances.len()
-        ),
+        Disruption::RollingUpgrade => {
+            anyhow::ensure!(
+                stops as usize == rig.instances.len(),
+                "{stops} of {} instances were replaced",
+                rig.instances.len()
+            );
+            if let Some(listed) = listed {
+                println!("chaos: {listed} games with their moves listed (storage format 2)");
+                anyhow::ensure!(
+                    listed > 0,
+                    "no game's moves are listed: game-session's new version did not write storage format 2"
+                );
+            }
+        }
     }
     anyhow::ensure!(chaos_moves > 0, "no move was played during the chaos");
     let _ = std::fs::remove_dir_all(&logs);
     Ok(())
+}
+
+/// How many games of `namespace` have a list of move records (storage format 2), from
+/// every node of the seed list (on a cluster each master lists only its own slots' keys).
+async fn listed_games(redis_url: &str, namespace: &str) -> anyhow::Result<usize> {
+    let mut keys = Vec::new();
+    for url in redis_url.split(',') {
+        let mut node = redis::Client::open(url.trim())?
+            .get_multiplexed_async_connection()
+            .await?;
+        let mut cursor = 0u64;
+        loop {
+            let (next, batch): (u64, Vec<String>) = redis::cmd("SCAN")
+                .arg(cursor)
+                .arg("MATCH")
+                .arg(format!("{namespace}:{{*}}:game:*:moves"))
+                .arg("COUNT")
+                .arg(1000)
+                .query_async(&mut node)
+                .await?;
+            keys.extend(batch);
+            cursor = next;
+            if cursor == 0 {
+                break;
+            }
+        }
+    }
+    keys.sort();
+    keys.dedup();
+    Ok(keys.len())
 }
 
 /// The checks from the records; `Ok` carries the counts checked, `Err` every failure.
