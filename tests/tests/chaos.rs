@@ -1539,9 +1539,16 @@ async fn under_load(disruption: Disruption) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// How many games of `namespace` have a list of move records (storage format 2), from
-/// every node of the seed list (on a cluster each master lists only its own slots' keys).
+/// How many games of `namespace` have a list of move records (storage format 2).
 async fn listed_games(redis_url: &str, namespace: &str) -> anyhow::Result<usize> {
+    let pattern = format!("{namespace}:{{*}}:game:*:moves");
+    Ok(keys_on_every_node(redis_url, &pattern).await?.len())
+}
+
+/// The keys matching `pattern` on every node of the seed list, sorted, each once: on a
+/// cluster each master lists only the keys of its own slots (the seed list names every
+/// master).
+async fn keys_on_every_node(redis_url: &str, pattern: &str) -> anyhow::Result<Vec<String>> {
     let mut keys = Vec::new();
     for url in redis_url.split(',') {
         let mut node = redis::Client::open(url.trim())?
@@ -1552,7 +1559,7 @@ async fn listed_games(redis_url: &str, namespace: &str) -> anyhow::Result<usize>
             let (next, batch): (u64, Vec<String>) = redis::cmd("SCAN")
                 .arg(cursor)
                 .arg("MATCH")
-                .arg(format!("{namespace}:{{*}}:game:*:moves"))
+                .arg(pattern)
                 .arg("COUNT")
                 .arg(1000)
                 .query_async(&mut node)
@@ -1566,7 +1573,7 @@ async fn listed_games(redis_url: &str, namespace: &str) -> anyhow::Result<usize>
     }
     keys.sort();
     keys.dedup();
-    Ok(keys.len())
+    Ok(keys)
 }
 
 /// The checks from the records; `Ok` carries the counts checked, `Err` every failure.
@@ -1627,36 +1634,13 @@ async fn check(
     // 2. No game is stuck: every game that started has ended in Redis.
     let mut by_player: HashMap<String, Vec<String>> = HashMap::new();
     let mut ended = 0;
-    // The state hashes, `<ns>:{<shard>}:game:<id>`, from every node: on a cluster each
-    // master lists only the keys of its own slots (the seed list names every master).
-    let mut keys: Vec<String> = Vec::new();
-    for url in redis_url.split(',') {
-        let mut node = redis::Client::open(url.trim())?
-            .get_multiplexed_async_connection()
-            .await?;
-        let mut cursor = 0u64;
-        loop {
-            let (next, batch): (u64, Vec<String>) = redis::cmd("SCAN")
-                .arg(cursor)
-                .arg("MATCH")
-                .arg(format!("{namespace}:{{*}}:game:*"))
-                .arg("COUNT")
-                .arg(1000)
-                .query_async(&mut node)
-                .await?;
-            // Not the `:log`, `:presence`, … beside them.
-            keys.extend(batch.into_iter().filter(|k| {
-                k.rsplit_once(":game:")
-                    .is_some_and(|(_, id)| !id.contains(':'))
-            }));
-            cursor = next;
-            if cursor == 0 {
-                break;
-            }
-        }
-    }
-    keys.sort();
-    keys.dedup();
+    // The state hashes, `<ns>:{<shard>}:game:<id>`, from every node; not the `:log`,
+    // `:presence`, … beside them.
+    let mut keys = keys_on_every_node(redis_url, &format!("{namespace}:{{*}}:game:*")).await?;
+    keys.retain(|k| {
+        k.rsplit_once(":game:")
+            .is_some_and(|(_, id)| !id.contains(':'))
+    });
     let mut stored = HashMap::new();
     for key in &keys {
         let s: Option<Vec<u8>> = redis::cmd("HGET")
