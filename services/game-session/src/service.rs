@@ -592,6 +592,7 @@ impl<S: GameStore, B: EventBus> GameService<S, B> {
                 finished_ttl: None,
                 outbox: false,
                 deadline: None,
+                untimed: false,
                 bot_job: None,
             })
             .await?;
@@ -666,6 +667,7 @@ impl<S: GameStore, B: EventBus> GameService<S, B> {
                 finished_ttl: None,
                 outbox: false,
                 deadline: live.deadline(),
+                untimed: live.clock().is_none(),
                 bot_job: job.clone(),
             })
             .await?;
@@ -793,6 +795,7 @@ impl<S: GameStore, B: EventBus> GameService<S, B> {
                 finished_ttl: None,
                 outbox: false,
                 deadline: live.deadline(),
+                untimed: live.clock().is_none(),
                 bot_job: job.clone(),
             })
             .await?;
@@ -956,6 +959,7 @@ impl<S: GameStore, B: EventBus> GameService<S, B> {
             finished_ttl: change.finished.then_some(self.settings.finished_ttl),
             outbox: change.finished && live.is_recorded(),
             deadline: live.deadline(),
+            untimed: live.clock().is_none(),
             bot_job: job.clone(),
         };
         let storing = std::time::Instant::now();

@@ -110,6 +110,9 @@ pub struct Write {
     pub outbox: bool,
     /// The game's next clock deadline (Unix ms), or none (no clock, or over).
     pub deadline: Option<i64>,
+    /// The game has no clock: it never has a deadline, so the write neither schedules nor
+    /// drops one (a Redis call less per move; `deadline` is then none).
+    pub untimed: bool,
     /// The change leaves a bot to act: its job, put in the bot-job outbox with the change.
     pub bot_job: Option<OutboxJob>,
     /// What the change does to the game's list of move records (storage format 2;
@@ -364,7 +367,7 @@ fn offer_of(fields: Option<Vec<Option<String>>>) -> Result<Option<RematchOffer>,
 
 /// Compare-and-set of a game: KEYS state, log, outbox, deadlines, bot-job outbox, move
 /// records; ARGV expected, version, state, ttl-seconds (0: none), game id, deadline (Unix
-/// ms, or -1 for none), outbox (1 to add the game to it), bot job id (empty: none), bot
+/// ms, -1 for none, empty to leave it alone: an untimed game has none), outbox (1 to add the game to it), bot job id (empty: none), bot
 /// job, the number n of log entries, the length to cut the move records' list to first
 /// (-1: none; 0: remove it), then the n log entries, then the move records to append. The
 /// outbox, deadline and bot-job sets are the game's shard's, so every key shares the
@@ -400,7 +403,7 @@ end
 return 1
 "#;
     format!(
-        "{head}{}{tail}",
+        "{head}if ARGV[6] ~= '' then\n{}end\n{tail}",
         deadlines::schedule_lua("KEYS[4]", "ARGV[6]", "ARGV[5]")
     )
 }
@@ -710,7 +713,10 @@ impl GameStore for RedisStore {
                 .arg(write.state.as_ref())
                 .arg(write.finished_ttl.map_or(0, |d| d.as_secs().max(1)))
                 .arg(write.game.to_string())
-                .arg(write.deadline.unwrap_or(-1))
+                .arg(match (write.untimed, write.deadline) {
+                    (true, None) => String::new(),
+                    (_, at) => at.unwrap_or(-1).to_string(),
+                })
                 .arg(if write.outbox { "1" } else { "0" });
             match &write.bot_job {
                 Some(job) => cmd.arg(job.id.as_str()).arg(job.payload.as_ref()),
@@ -1208,7 +1214,9 @@ impl GameStore for MemoryStore {
             inner.bot_outbox.retain(|j| j.id != job.id);
             inner.bot_outbox.push(job);
         }
-        self.deadlines.schedule(&write.game, write.deadline);
+        if !(write.untimed && write.deadline.is_none()) {
+            self.deadlines.schedule(&write.game, write.deadline);
+        }
         Ok(true)
     }
 

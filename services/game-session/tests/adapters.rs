@@ -71,6 +71,7 @@ async fn compare_and_set_lets_exactly_one_racer_win() {
         finished_ttl: None,
         outbox: false,
         deadline: None,
+        untimed: false,
         bot_job: None,
         moves: Default::default(),
     };
@@ -93,6 +94,7 @@ async fn compare_and_set_lets_exactly_one_racer_win() {
                         finished_ttl: None,
                         outbox: false,
                         deadline: None,
+                        untimed: false,
                         bot_job: None,
                         moves: Default::default(),
                     })
@@ -521,6 +523,7 @@ async fn tick_on<S: GameStore>(store: &S) {
         finished_ttl: None,
         outbox: false,
         deadline: None,
+        untimed: false,
         bot_job: None,
         moves: Default::default(),
     };
@@ -552,4 +555,58 @@ async fn tick_on<S: GameStore>(store: &S) {
     }
     // Nothing quiet and nobody present: nothing to do, nothing behind.
     assert!(store.tick(&[], &[], 1).await.expect("tick").is_empty());
+}
+
+/// Issue 29: a write of an untimed game leaves the game's deadline alone (one Redis call
+/// less per move); a timed game's write drops a deadline it no longer has.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_untimed_write_leaves_the_deadline_alone_and_a_timed_one_drops_it() {
+    let ns = Namespace::new(&frontier_testkit::unique_namespace()).expect("valid");
+    let store = RedisStore::connect(&frontier_testkit::redis_url(), ns.clone())
+        .await
+        .expect("Redis");
+    let redis = store.connection();
+    let game = GameId::new();
+    let key = ns.deadlines_key(frontier_platform::Shard::of(&game));
+    let scheduled = |mut redis: frontier_platform::RedisConn| {
+        let key = key.clone();
+        async move {
+            let at: Option<i64> = redis::cmd("ZSCORE")
+                .arg(&key)
+                .arg(game.to_string())
+                .query_async(&mut redis)
+                .await
+                .expect("zscore");
+            at
+        }
+    };
+    let write = |version: u64, untimed: bool| Write {
+        game,
+        expected: version - 1,
+        version,
+        state: Bytes::from(format!("v{version}")),
+        entries: vec![Bytes::from(format!("e{version}"))],
+        finished_ttl: None,
+        outbox: false,
+        deadline: None,
+        untimed,
+        bot_job: None,
+        moves: Default::default(),
+    };
+    store
+        .schedule(&game, Some(4_102_444_800_000))
+        .await
+        .expect("schedule");
+    assert!(store.compare_and_set(write(1, true)).await.expect("cas"));
+    assert_eq!(
+        scheduled(redis.clone()).await,
+        Some(4_102_444_800_000),
+        "an untimed write touches no deadline"
+    );
+    assert!(store.compare_and_set(write(2, false)).await.expect("cas"));
+    assert_eq!(
+        scheduled(redis.clone()).await,
+        None,
+        "a timed write with no deadline drops it"
+    );
 }

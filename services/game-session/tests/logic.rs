@@ -752,6 +752,7 @@ async fn a_stored_games_format_is_read_when_older_and_left_alone_when_newer() {
                     finished_ttl: None,
                     outbox: false,
                     deadline: None,
+                    untimed: false,
                     bot_job: None,
                     moves: Default::default(),
                 })
