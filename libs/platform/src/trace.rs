@@ -71,6 +71,11 @@ pub fn extract_headers(headers: Option<&HeaderMap>) -> Context {
 /// `span` with `parent` (a context received from another service) as its parent. Call it
 /// on a span that was never entered.
 pub fn adopt(span: Span, parent: &Context) -> Span {
+    // A span that is not created (a trace-only span without trace export) has no parent
+    // to take.
+    if span.is_disabled() {
+        return span;
+    }
     if let Err(e) = span.set_parent(parent.clone()) {
         // The span is disabled or there is no OpenTelemetry layer: nothing to connect.
         tracing::trace!(error = %e, "no remote parent adopted");
@@ -82,6 +87,10 @@ pub fn adopt(span: Span, parent: &Context) -> Span {
 /// `tonic::transport::Server::trace_fn`. Only the method path is recorded.
 pub fn grpc_server_span(request: &http::Request<()>) -> Span {
     let span = tracing::info_span!("grpc.request", rpc = %request.uri().path());
+    if span.is_disabled() {
+        // Without trace export (`telemetry::TRACE_ONLY_SPANS`): no context to read.
+        return span;
+    }
     adopt(span, &extract_http(request.headers()))
 }
 

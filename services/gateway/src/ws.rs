@@ -1255,8 +1255,7 @@ impl<A: Accounts> Connection<A> {
                 // client's message to its ack queued for the socket (game-session's load,
                 // rules, compare-and-set and publish included).
                 if is_move {
-                    metrics::histogram!("frontier_gateway_move_round_trip_seconds")
-                        .record(started.elapsed().as_secs_f64());
+                    round_trip().record(started.elapsed().as_secs_f64());
                 }
             }
             Err(status) => self.refused(id, Some(&game_id), status.into()),
@@ -1886,6 +1885,12 @@ impl<A: Accounts> Follower<A> {
 }
 
 /// A move's `session` stage: the `Act` call to game-session, as the gateway sees it.
+/// A move's round trip through the platform as the gateway sees it, registered once.
+fn round_trip() -> &'static metrics::Histogram {
+    static ROUND_TRIP: std::sync::OnceLock<metrics::Histogram> = std::sync::OnceLock::new();
+    ROUND_TRIP.get_or_init(|| metrics::histogram!("frontier_gateway_move_round_trip_seconds"))
+}
+
 fn session_stage() -> &'static metrics::Histogram {
     static STAGE: std::sync::OnceLock<metrics::Histogram> = std::sync::OnceLock::new();
     STAGE
