@@ -25,6 +25,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             ".frontier.games.v1.FinishedGame",
             ".frontier.games.v1.MoveRecord",
         ])
+        // A move's own event frame, carried back to the gateway with the ack: shared, not
+        // copied, on both sides (issue 29).
+        .bytes(".frontier.gamesession.v1.ActResponse.frame")
         .build_server(true)
         .build_client(true)
         .compile_fds(descriptors)?;

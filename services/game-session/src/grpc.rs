@@ -377,7 +377,7 @@ impl<S: GameStore, B: EventBus> GameSession for GrpcGameSession<S, B> {
         Ok(Response::new(pb::ActResponse {
             version: acted.version,
             duplicate: acted.duplicate,
-            frame: acted.frame.map(|f| f.to_vec()).unwrap_or_default(),
+            frame: acted.frame.unwrap_or_default(),
             ended: acted.ended,
         }))
     }

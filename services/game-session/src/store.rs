@@ -432,6 +432,15 @@ pub struct RedisStore {
     /// replicas to wait for (writes then share `conn`).
     writers: Arc<[RedisConn]>,
     next_writer: Arc<AtomicUsize>,
+    /// Each shard's keys that a compare-and-set names, made once (by shard index).
+    shard_keys: Arc<[ShardKeys]>,
+}
+
+/// The keys of one shard's sets that every compare-and-set names.
+struct ShardKeys {
+    deadlines: String,
+    finished_outbox: String,
+    bot_outbox: String,
 }
 
 /// A Lua script sent by its hash (`EVALSHA`), and by its text (`EVAL`, which also caches
@@ -477,6 +486,13 @@ impl RedisStore {
 
     /// Over this connection.
     pub fn new(conn: RedisConn, ns: Namespace) -> RedisStore {
+        let shard_keys = Shard::all()
+            .map(|shard| ShardKeys {
+                deadlines: ns.deadlines_key(shard),
+                finished_outbox: ns.finished_outbox_key(shard),
+                bot_outbox: ns.bot_outbox_key(shard),
+            })
+            .collect();
         RedisStore {
             deadlines: RedisDeadlines::new(conn.clone(), ns.clone()),
             conn,
@@ -491,6 +507,7 @@ impl RedisStore {
             ack: AckReplicas::NONE,
             writers: Arc::new([]),
             next_writer: Arc::new(AtomicUsize::new(0)),
+            shard_keys,
         }
     }
 
@@ -698,16 +715,17 @@ impl GameStore for RedisStore {
     }
 
     async fn compare_and_set(&self, write: Write) -> Result<bool, StoreError> {
-        let shard = Shard::of(&write.game);
+        let shard = &self.shard_keys[usize::from(Shard::of(&write.game).index())];
+        let keys = self.ns.game_keys(&write.game);
         let command = |by_hash: bool| {
             let mut cmd = self.cas.cmd(by_hash);
             cmd.arg(6)
-                .arg(self.ns.game_state_key(&write.game))
-                .arg(self.ns.game_log_key(&write.game))
-                .arg(self.ns.finished_outbox_key(shard))
-                .arg(self.ns.deadlines_key(shard))
-                .arg(self.ns.bot_outbox_key(shard))
-                .arg(self.ns.game_moves_key(&write.game))
+                .arg(&keys.state)
+                .arg(&keys.log)
+                .arg(&shard.finished_outbox)
+                .arg(&shard.deadlines)
+                .arg(&shard.bot_outbox)
+                .arg(&keys.moves)
                 .arg(write.expected)
                 .arg(write.version)
                 .arg(write.state.as_ref())

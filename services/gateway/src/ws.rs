@@ -1235,7 +1235,7 @@ impl<A: Accounts> Connection<A> {
             let stored = match &answer {
                 Ok(r) if !r.get_ref().frame.is_empty() => Some((
                     r.get_ref().version,
-                    Bytes::copy_from_slice(&r.get_ref().frame),
+                    r.get_ref().frame.clone(),
                     r.get_ref().ended,
                 )),
                 _ => None,
