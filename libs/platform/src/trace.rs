@@ -77,7 +77,7 @@ pub fn adopt(span: Span, parent: &Context) -> Span {
         return span;
     }
     if let Err(e) = span.set_parent(parent.clone()) {
-        // The span is disabled or there is no OpenTelemetry layer: nothing to connect.
+        // There is no OpenTelemetry layer: nothing to connect.
         tracing::trace!(error = %e, "no remote parent adopted");
     }
     span

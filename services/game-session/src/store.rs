@@ -120,6 +120,13 @@ pub struct Write {
     pub moves: crate::storage::MovesWrite,
 }
 
+impl Write {
+    /// The write leaves the game's deadline alone: an untimed game never has one.
+    fn leaves_deadline_alone(&self) -> bool {
+        self.untimed && self.deadline.is_none()
+    }
+}
+
 /// A game as stored: its version, its state, and its list of move records (empty unless
 /// the state is in storage format 2), all read at once.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -367,8 +374,8 @@ fn offer_of(fields: Option<Vec<Option<String>>>) -> Result<Option<RematchOffer>,
 
 /// Compare-and-set of a game: KEYS state, log, outbox, deadlines, bot-job outbox, move
 /// records; ARGV expected, version, state, ttl-seconds (0: none), game id, deadline (Unix
-/// ms, -1 for none, empty to leave it alone: an untimed game has none), outbox (1 to add the game to it), bot job id (empty: none), bot
-/// job, the number n of log entries, the length to cut the move records' list to first
+/// ms, -1 for none, empty to leave it alone: an untimed game has none), outbox (1 to add
+/// the game to it), bot job id (empty: none), bot job, the number n of log entries, the length to cut the move records' list to first
 /// (-1: none; 0: remove it), then the n log entries, then the move records to append. The
 /// outbox, deadline and bot-job sets are the game's shard's, so every key shares the
 /// game's hash tag (one Redis Cluster slot). The deadline part is the clock contract's own
@@ -731,9 +738,10 @@ impl GameStore for RedisStore {
                 .arg(write.state.as_ref())
                 .arg(write.finished_ttl.map_or(0, |d| d.as_secs().max(1)))
                 .arg(write.game.to_string())
-                .arg(match (write.untimed, write.deadline) {
-                    (true, None) => String::new(),
-                    (_, at) => at.unwrap_or(-1).to_string(),
+                .arg(if write.leaves_deadline_alone() {
+                    String::new()
+                } else {
+                    write.deadline.unwrap_or(-1).to_string()
                 })
                 .arg(if write.outbox { "1" } else { "0" });
             match &write.bot_job {
@@ -1213,6 +1221,7 @@ impl GameStore for MemoryStore {
     }
 
     async fn compare_and_set(&self, write: Write) -> Result<bool, StoreError> {
+        let schedules = !write.leaves_deadline_alone();
         let mut inner = self.lock();
         let entry = inner.games.entry(write.game).or_default();
         if entry.version != write.expected {
@@ -1232,7 +1241,7 @@ impl GameStore for MemoryStore {
             inner.bot_outbox.retain(|j| j.id != job.id);
             inner.bot_outbox.push(job);
         }
-        if !(write.untimed && write.deadline.is_none()) {
+        if schedules {
             self.deadlines.schedule(&write.game, write.deadline);
         }
         Ok(true)

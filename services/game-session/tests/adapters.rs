@@ -513,8 +513,10 @@ async fn a_tick_records_presence_and_names_the_games_further_on() {
     tick_on(&MemoryStore::default()).await;
 }
 
-async fn tick_on<S: GameStore>(store: &S) {
-    let write = |game, version: u64| Write {
+/// A write of `game` from `version - 1` to `version` with placeholder state and log entry,
+/// no deadline, and no outbox or bot job.
+fn plain_write(game: GameId, version: u64, untimed: bool) -> Write {
+    Write {
         game,
         expected: version - 1,
         version,
@@ -523,10 +525,14 @@ async fn tick_on<S: GameStore>(store: &S) {
         finished_ttl: None,
         outbox: false,
         deadline: None,
-        untimed: false,
+        untimed,
         bot_job: None,
         moves: Default::default(),
-    };
+    }
+}
+
+async fn tick_on<S: GameStore>(store: &S) {
+    let write = |game, version: u64| plain_write(game, version, false);
     // Many games, over every shard: half at version 1, half at version 2.
     let games: Vec<GameId> = (0..40).map(|_| GameId::new()).collect();
     for (i, game) in games.iter().enumerate() {
@@ -580,19 +586,7 @@ async fn an_untimed_write_leaves_the_deadline_alone_and_a_timed_one_drops_it() {
             at
         }
     };
-    let write = |version: u64, untimed: bool| Write {
-        game,
-        expected: version - 1,
-        version,
-        state: Bytes::from(format!("v{version}")),
-        entries: vec![Bytes::from(format!("e{version}"))],
-        finished_ttl: None,
-        outbox: false,
-        deadline: None,
-        untimed,
-        bot_job: None,
-        moves: Default::default(),
-    };
+    let write = |version: u64, untimed: bool| plain_write(game, version, untimed);
     store
         .schedule(&game, Some(4_102_444_800_000))
         .await

@@ -1884,13 +1884,13 @@ impl<A: Accounts> Follower<A> {
     }
 }
 
-/// A move's `session` stage: the `Act` call to game-session, as the gateway sees it.
 /// A move's round trip through the platform as the gateway sees it, registered once.
 fn round_trip() -> &'static metrics::Histogram {
     static ROUND_TRIP: std::sync::OnceLock<metrics::Histogram> = std::sync::OnceLock::new();
     ROUND_TRIP.get_or_init(|| metrics::histogram!("frontier_gateway_move_round_trip_seconds"))
 }
 
+/// A move's `session` stage: the `Act` call to game-session, as the gateway sees it.
 fn session_stage() -> &'static metrics::Histogram {
     static STAGE: std::sync::OnceLock<metrics::Histogram> = std::sync::OnceLock::new();
     STAGE
