@@ -372,46 +372,83 @@ fn offer_of(fields: Option<Vec<Option<String>>>) -> Result<Option<RematchOffer>,
     }))
 }
 
-/// Compare-and-set of a game: KEYS state, log, outbox, deadlines, bot-job outbox, move
-/// records; ARGV expected, version, state, ttl-seconds (0: none), game id, deadline (Unix
-/// ms, -1 for none, empty to leave it alone: an untimed game has none), outbox (1 to add
-/// the game to it), bot job id (empty: none), bot job, the number n of log entries, the length to cut the move records' list to first
-/// (-1: none; 0: remove it), then the n log entries, then the move records to append. The
-/// outbox, deadline and bot-job sets are the game's shard's, so every key shares the
-/// game's hash tag (one Redis Cluster slot). The deadline part is the clock contract's own
-/// snippet (`frontier_platform::deadlines`).
+/// Compare-and-set of a game. KEYS: state, log, move records, then one key per option
+/// that needs one, in the options' order. ARGV: expected version, new version, state,
+/// options (a string of option letters, empty for a plain move), the number n of log
+/// entries, the length to cut the move records' list to first (-1: none; 0: remove it),
+/// then each option's arguments in the options' order, then the n log entries, then the
+/// move records to append. Options:
+///
+/// - `T` ttl-seconds: the game ended; its keys expire then (no key);
+/// - `D` deadline game-id: schedule the deadline (Unix ms; -1 drops it), key the shard's
+///   deadlines (the clock contract's own snippet, `frontier_platform::deadlines`); an
+///   untimed game has no deadline and its writes leave the set alone;
+/// - `O` game-id: add the game to the shard's outbox of finished games;
+/// - `B` job-id job: put a bot job in the shard's bot-job outbox.
+///
+/// A plain move passes 3 keys and 6 arguments besides its entry and record: every
+/// argument and key is a Lua string made per call, which cost a fifth of the script's
+/// time when all were passed always (issue 29, docs/benchmarks.md). The outbox, deadline
+/// and bot-job keys are the game's shard's, so every key shares the game's hash tag (one
+/// Redis Cluster slot).
 fn cas_script() -> String {
     let head = r#"
 local current = redis.call('HGET', KEYS[1], 'v')
 if current == false then current = '0' end
 if current ~= ARGV[1] then return 0 end
 redis.call('HSET', KEYS[1], 'v', ARGV[2], 's', ARGV[3])
-local n = tonumber(ARGV[10])
-for i = 12, 11 + n do redis.call('RPUSH', KEYS[2], ARGV[i]) end
-local trim = tonumber(ARGV[11])
-if trim == 0 then
-  redis.call('DEL', KEYS[6])
-elseif trim > 0 then
-  redis.call('LTRIM', KEYS[6], 0, trim - 1)
-end
-for i = 12 + n, #ARGV do redis.call('RPUSH', KEYS[6], ARGV[i]) end
-if ARGV[8] ~= '' then redis.call('HSET', KEYS[5], ARGV[8], ARGV[9]) end
+local a = 7
+local ttl = 0
+local options = ARGV[4]
+if options ~= '' then
+  local k = 4
+  for i = 1, #options do
+    local o = string.sub(options, i, i)
+    if o == 'T' then
+      ttl = tonumber(ARGV[a])
+      a = a + 1
+    elseif o == 'D' then
+      local at, member, key = ARGV[a], ARGV[a + 1], KEYS[k]
 "#;
-    let tail = r#"
-local ttl = tonumber(ARGV[4])
+    let tail = r#"      a = a + 2
+      k = k + 1
+    elseif o == 'O' then
+      redis.call('SADD', KEYS[k], ARGV[a])
+      a = a + 1
+      k = k + 1
+    elseif o == 'B' then
+      redis.call('HSET', KEYS[k], ARGV[a], ARGV[a + 1])
+      a = a + 2
+      k = k + 1
+    end
+  end
+end
+local function push(key, from, to)
+  while from <= to do
+    local last = math.min(to, from + 999)
+    redis.call('RPUSH', key, unpack(ARGV, from, last))
+    from = last + 1
+  end
+end
+local n = tonumber(ARGV[5])
+push(KEYS[2], a, a + n - 1)
+local trim = tonumber(ARGV[6])
+if trim == 0 then
+  redis.call('DEL', KEYS[3])
+elseif trim > 0 then
+  redis.call('LTRIM', KEYS[3], 0, trim - 1)
+end
+push(KEYS[3], a + n, #ARGV)
 if ttl > 0 then
   redis.call('EXPIRE', KEYS[1], ttl)
   redis.call('EXPIRE', KEYS[2], ttl)
-  redis.call('EXPIRE', KEYS[6], ttl)
-end
-if ARGV[7] == '1' then
-  redis.call('SADD', KEYS[3], ARGV[5])
+  redis.call('EXPIRE', KEYS[3], ttl)
 end
 return 1
 "#;
     format!(
-        "{head}if ARGV[6] ~= '' then\n{}end\n{tail}",
-        deadlines::schedule_lua("KEYS[4]", "ARGV[6]", "ARGV[5]")
+        "{head}      {}{tail}",
+        deadlines::schedule_lua("key", "at", "member")
     )
 }
 
@@ -724,32 +761,50 @@ impl GameStore for RedisStore {
     async fn compare_and_set(&self, write: Write) -> Result<bool, StoreError> {
         let shard = &self.shard_keys[usize::from(Shard::of(&write.game).index())];
         let keys = self.ns.game_keys(&write.game);
+        // The options (see `cas_script`), with their keys and arguments.
+        let mut options = String::new();
+        let mut option_keys: Vec<&str> = Vec::new();
+        let mut option_args: Vec<Bytes> = Vec::new();
+        let game_id = || Bytes::from(write.game.to_string());
+        if let Some(ttl) = write.finished_ttl {
+            options.push('T');
+            option_args.push(Bytes::from(ttl.as_secs().max(1).to_string()));
+        }
+        if !write.leaves_deadline_alone() {
+            options.push('D');
+            option_keys.push(&shard.deadlines);
+            option_args.push(Bytes::from(write.deadline.unwrap_or(-1).to_string()));
+            option_args.push(game_id());
+        }
+        if write.outbox {
+            options.push('O');
+            option_keys.push(&shard.finished_outbox);
+            option_args.push(game_id());
+        }
+        if let Some(job) = &write.bot_job {
+            options.push('B');
+            option_keys.push(&shard.bot_outbox);
+            option_args.push(Bytes::from(job.id.clone()));
+            option_args.push(job.payload.clone());
+        }
         let command = |by_hash: bool| {
             let mut cmd = self.cas.cmd(by_hash);
-            cmd.arg(6)
+            cmd.arg(3 + option_keys.len())
                 .arg(&keys.state)
                 .arg(&keys.log)
-                .arg(&shard.finished_outbox)
-                .arg(&shard.deadlines)
-                .arg(&shard.bot_outbox)
-                .arg(&keys.moves)
-                .arg(write.expected)
+                .arg(&keys.moves);
+            for key in &option_keys {
+                cmd.arg(*key);
+            }
+            cmd.arg(write.expected)
                 .arg(write.version)
                 .arg(write.state.as_ref())
-                .arg(write.finished_ttl.map_or(0, |d| d.as_secs().max(1)))
-                .arg(write.game.to_string())
-                .arg(if write.leaves_deadline_alone() {
-                    String::new()
-                } else {
-                    write.deadline.unwrap_or(-1).to_string()
-                })
-                .arg(if write.outbox { "1" } else { "0" });
-            match &write.bot_job {
-                Some(job) => cmd.arg(job.id.as_str()).arg(job.payload.as_ref()),
-                None => cmd.arg("").arg(""),
-            };
-            cmd.arg(write.entries.len())
+                .arg(options.as_str())
+                .arg(write.entries.len())
                 .arg(write.moves.trim_to.map_or(-1, |n| n as i64));
+            for arg in &option_args {
+                cmd.arg(arg.as_ref());
+            }
             for entry in &write.entries {
                 cmd.arg(entry.as_ref());
             }

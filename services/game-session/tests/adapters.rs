@@ -9,7 +9,8 @@ use bytes::Bytes;
 use frontier_game_session::bus::{EventBus, NatsBus};
 use frontier_game_session::game::{Action, Player};
 use frontier_game_session::service::{FixedLayout, GameService, NewBoard, Settings, SystemClock};
-use frontier_game_session::store::{GameStore, RedisStore, Write};
+use frontier_game_session::storage::MovesWrite;
+use frontier_game_session::store::{GameStore, OutboxJob, RedisStore, Write};
 use frontier_platform::{GameId, Namespace, PlayerId};
 use frontier_protocol::{GameEvent, ServerMessage};
 use frontier_rules::{Audience, Color, Layout, Variant};
@@ -602,5 +603,107 @@ async fn an_untimed_write_leaves_the_deadline_alone_and_a_timed_one_drops_it() {
         scheduled(redis.clone()).await,
         None,
         "a timed write with no deadline drops it"
+    );
+}
+
+/// Issue 29: the compare-and-set passes only the keys and arguments a write uses. A write
+/// that uses every option at once — two log entries, a cut of the move list and records
+/// after it, a deadline, the finished outbox, a bot job and an expiry — applies each to
+/// its own key, and a plain write after it touches none of the optional ones.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_write_with_every_option_applies_each_and_a_plain_one_none() {
+    let ns = Namespace::new(&frontier_testkit::unique_namespace()).expect("valid");
+    let store = RedisStore::connect(&frontier_testkit::redis_url(), ns.clone())
+        .await
+        .expect("Redis");
+    let mut redis = store.connection();
+    let game = GameId::new();
+    let shard = frontier_platform::Shard::of(&game);
+    let keys = ns.game_keys(&game);
+    // Three records listed; the write cuts to one and appends two.
+    let mut first = plain_write(game, 1, true);
+    first.moves = MovesWrite {
+        trim_to: None,
+        append: vec![Bytes::from("m1"), Bytes::from("m2"), Bytes::from("m3")],
+    };
+    assert!(store.compare_and_set(first).await.expect("cas"));
+    let job = OutboxJob {
+        id: format!("{game}:3"),
+        payload: Bytes::from("{\"job\":1}"),
+    };
+    let every = Write {
+        game,
+        expected: 1,
+        version: 3,
+        state: Bytes::from("v3"),
+        entries: vec![Bytes::from("e2"), Bytes::from("e3")],
+        finished_ttl: Some(std::time::Duration::from_secs(600)),
+        outbox: true,
+        deadline: Some(4_102_444_800_000),
+        untimed: false,
+        bot_job: Some(job.clone()),
+        moves: MovesWrite {
+            trim_to: Some(1),
+            append: vec![Bytes::from("m2b"), Bytes::from("m3b")],
+        },
+    };
+    assert!(store.compare_and_set(every).await.expect("cas"));
+    let stored = store.load(&game).await.expect("load").expect("stored");
+    assert_eq!((stored.version, stored.state), (3, Bytes::from("v3")));
+    assert_eq!(
+        stored.moves,
+        vec![Bytes::from("m1"), Bytes::from("m2b"), Bytes::from("m3b")],
+        "cut to one record, then two appended"
+    );
+    let log = store.log_after(&game, 0, 10).await.expect("log");
+    assert_eq!(
+        log,
+        vec![Bytes::from("e1"), Bytes::from("e2"), Bytes::from("e3")]
+    );
+    let deadline: Option<i64> = redis::cmd("ZSCORE")
+        .arg(ns.deadlines_key(shard))
+        .arg(game.to_string())
+        .query_async(&mut redis)
+        .await
+        .expect("zscore");
+    assert_eq!(deadline, Some(4_102_444_800_000));
+    assert!(store.outbox().await.expect("outbox").contains(&game));
+    let jobs = store.bot_outbox().await.expect("bot outbox");
+    assert!(
+        jobs.iter()
+            .any(|j| j.id == job.id && j.payload == job.payload)
+    );
+    for key in [&keys.state, &keys.log, &keys.moves] {
+        let ttl: i64 = redis::cmd("TTL")
+            .arg(key)
+            .query_async(&mut redis)
+            .await
+            .expect("ttl");
+        assert!((1..=600).contains(&ttl), "{key} expires: {ttl}");
+    }
+
+    // A plain untimed write: the deadline, outboxes and expiry are left as they were.
+    store.outbox_done(&game).await.expect("outbox done");
+    store
+        .bot_outbox_done(&job.id)
+        .await
+        .expect("bot outbox done");
+    let mut plain = plain_write(game, 4, true);
+    plain.moves.append = vec![Bytes::from("m4")];
+    assert!(store.compare_and_set(plain).await.expect("cas"));
+    assert!(!store.outbox().await.expect("outbox").contains(&game));
+    assert!(store.bot_outbox().await.expect("bot outbox").is_empty());
+    let deadline: Option<i64> = redis::cmd("ZSCORE")
+        .arg(ns.deadlines_key(shard))
+        .arg(game.to_string())
+        .query_async(&mut redis)
+        .await
+        .expect("zscore");
+    assert_eq!(deadline, Some(4_102_444_800_000));
+    let stored = store.load(&game).await.expect("load").expect("stored");
+    assert_eq!(stored.moves.len(), 4);
+    assert_eq!(
+        store.log_after(&game, 3, 10).await.expect("log"),
+        vec![Bytes::from("e4")]
     );
 }
