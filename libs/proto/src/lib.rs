@@ -117,7 +117,9 @@ pub fn game_session_client(
 }
 
 /// A channel balanced over these game-session URLs (connections are made lazily), for a
-/// client with its own layers.
+/// client with its own layers. One URL (one instance, or a Kubernetes Service in front of
+/// several) gets a plain channel: a balancer over one endpoint only adds its own work to
+/// every call (issue 29).
 pub fn game_session_channel(urls: &[String]) -> Result<tonic::transport::Channel, String> {
     use tonic::transport::{Channel, Endpoint};
     let endpoints = urls
@@ -131,10 +133,13 @@ pub fn game_session_channel(urls: &[String]) -> Result<tonic::transport::Channel
                 .map_err(|e| format!("game-session URL `{u}`: {e}"))
         })
         .collect::<Result<Vec<_>, _>>()?;
-    if endpoints.is_empty() {
-        return Err("at least one game-session URL is needed".into());
+    match <[Endpoint; 1]>::try_from(endpoints) {
+        Ok([one]) => Ok(one.connect_lazy()),
+        Err(endpoints) if endpoints.is_empty() => {
+            Err("at least one game-session URL is needed".into())
+        }
+        Err(endpoints) => Ok(Channel::balance_list(endpoints.into_iter())),
     }
-    Ok(Channel::balance_list(endpoints.into_iter()))
 }
 
 /// A client of the rating service's read API at this URL (connected lazily, on first use).
