@@ -564,6 +564,20 @@ async fn tick_on<S: GameStore>(store: &S) {
     assert!(store.tick(&[], &[], 1).await.expect("tick").is_empty());
 }
 
+/// The deadline scheduled for `game` in its shard's set, if any.
+async fn scheduled_deadline(
+    redis: &mut frontier_platform::RedisConn,
+    ns: &Namespace,
+    game: &GameId,
+) -> Option<i64> {
+    redis::cmd("ZSCORE")
+        .arg(ns.deadlines_key(frontier_platform::Shard::of(game)))
+        .arg(game.to_string())
+        .query_async(redis)
+        .await
+        .expect("zscore")
+}
+
 /// Issue 29: a write of an untimed game leaves the game's deadline alone (one Redis call
 /// less per move); a timed game's write drops a deadline it no longer has.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -572,21 +586,8 @@ async fn an_untimed_write_leaves_the_deadline_alone_and_a_timed_one_drops_it() {
     let store = RedisStore::connect(&frontier_testkit::redis_url(), ns.clone())
         .await
         .expect("Redis");
-    let redis = store.connection();
+    let mut redis = store.connection();
     let game = GameId::new();
-    let key = ns.deadlines_key(frontier_platform::Shard::of(&game));
-    let scheduled = |mut redis: frontier_platform::RedisConn| {
-        let key = key.clone();
-        async move {
-            let at: Option<i64> = redis::cmd("ZSCORE")
-                .arg(&key)
-                .arg(game.to_string())
-                .query_async(&mut redis)
-                .await
-                .expect("zscore");
-            at
-        }
-    };
     let write = |version: u64, untimed: bool| plain_write(game, version, untimed);
     store
         .schedule(&game, Some(4_102_444_800_000))
@@ -594,13 +595,13 @@ async fn an_untimed_write_leaves_the_deadline_alone_and_a_timed_one_drops_it() {
         .expect("schedule");
     assert!(store.compare_and_set(write(1, true)).await.expect("cas"));
     assert_eq!(
-        scheduled(redis.clone()).await,
+        scheduled_deadline(&mut redis, &ns, &game).await,
         Some(4_102_444_800_000),
         "an untimed write touches no deadline"
     );
     assert!(store.compare_and_set(write(2, false)).await.expect("cas"));
     assert_eq!(
-        scheduled(redis.clone()).await,
+        scheduled_deadline(&mut redis, &ns, &game).await,
         None,
         "a timed write with no deadline drops it"
     );
@@ -618,8 +619,20 @@ async fn a_write_with_every_option_applies_each_and_a_plain_one_none() {
         .expect("Redis");
     let mut redis = store.connection();
     let game = GameId::new();
-    let shard = frontier_platform::Shard::of(&game);
     let keys = ns.game_keys(&game);
+    let expiring = |mut redis: frontier_platform::RedisConn| {
+        let keys = keys.clone();
+        async move {
+            for key in [&keys.state, &keys.log, &keys.moves] {
+                let ttl: i64 = redis::cmd("TTL")
+                    .arg(key)
+                    .query_async(&mut redis)
+                    .await
+                    .expect("ttl");
+                assert!((1..=600).contains(&ttl), "{key} expires: {ttl}");
+            }
+        }
+    };
     // Three records listed; the write cuts to one and appends two.
     let mut first = plain_write(game, 1, true);
     first.moves = MovesWrite {
@@ -660,27 +673,17 @@ async fn a_write_with_every_option_applies_each_and_a_plain_one_none() {
         log,
         vec![Bytes::from("e1"), Bytes::from("e2"), Bytes::from("e3")]
     );
-    let deadline: Option<i64> = redis::cmd("ZSCORE")
-        .arg(ns.deadlines_key(shard))
-        .arg(game.to_string())
-        .query_async(&mut redis)
-        .await
-        .expect("zscore");
-    assert_eq!(deadline, Some(4_102_444_800_000));
+    assert_eq!(
+        scheduled_deadline(&mut redis, &ns, &game).await,
+        Some(4_102_444_800_000)
+    );
     assert!(store.outbox().await.expect("outbox").contains(&game));
     let jobs = store.bot_outbox().await.expect("bot outbox");
     assert!(
         jobs.iter()
             .any(|j| j.id == job.id && j.payload == job.payload)
     );
-    for key in [&keys.state, &keys.log, &keys.moves] {
-        let ttl: i64 = redis::cmd("TTL")
-            .arg(key)
-            .query_async(&mut redis)
-            .await
-            .expect("ttl");
-        assert!((1..=600).contains(&ttl), "{key} expires: {ttl}");
-    }
+    expiring(redis.clone()).await;
 
     // A plain untimed write: the deadline, outboxes and expiry are left as they were.
     store.outbox_done(&game).await.expect("outbox done");
@@ -693,13 +696,11 @@ async fn a_write_with_every_option_applies_each_and_a_plain_one_none() {
     assert!(store.compare_and_set(plain).await.expect("cas"));
     assert!(!store.outbox().await.expect("outbox").contains(&game));
     assert!(store.bot_outbox().await.expect("bot outbox").is_empty());
-    let deadline: Option<i64> = redis::cmd("ZSCORE")
-        .arg(ns.deadlines_key(shard))
-        .arg(game.to_string())
-        .query_async(&mut redis)
-        .await
-        .expect("zscore");
-    assert_eq!(deadline, Some(4_102_444_800_000));
+    assert_eq!(
+        scheduled_deadline(&mut redis, &ns, &game).await,
+        Some(4_102_444_800_000)
+    );
+    expiring(redis.clone()).await;
     let stored = store.load(&game).await.expect("load").expect("stored");
     assert_eq!(stored.moves.len(), 4);
     assert_eq!(
