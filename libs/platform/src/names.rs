@@ -103,13 +103,16 @@ impl Namespace {
             Some(o) if o != a => "-",
             _ => audience_token(a),
         };
-        format!(
-            "{}.game.{}.{}.{}.{}",
-            self.prefix,
-            game,
-            token(AUDIENCES[0]),
-            token(AUDIENCES[1]),
-            token(AUDIENCES[2])
+        sized(
+            self.prefix.len() + GAME_ROOM,
+            format_args!(
+                "{}.game.{}.{}.{}.{}",
+                self.prefix,
+                game,
+                token(AUDIENCES[0]),
+                token(AUDIENCES[1]),
+                token(AUDIENCES[2])
+            ),
         )
     }
 
@@ -125,13 +128,16 @@ impl Namespace {
                 "*"
             }
         };
-        format!(
-            "{}.game.{}.{}.{}.{}",
-            self.prefix,
-            game,
-            token(AUDIENCES[0]),
-            token(AUDIENCES[1]),
-            token(AUDIENCES[2])
+        sized(
+            self.prefix.len() + GAME_ROOM,
+            format_args!(
+                "{}.game.{}.{}.{}.{}",
+                self.prefix,
+                game,
+                token(AUDIENCES[0]),
+                token(AUDIENCES[1]),
+                token(AUDIENCES[2])
+            ),
         )
     }
 
@@ -179,11 +185,14 @@ impl Namespace {
     /// do the shard's deadline and outbox sets, so the game's compare-and-set touches one
     /// Redis Cluster slot ([`crate::redis_conn`]).
     pub fn game_state_key(&self, game: &GameId) -> String {
-        format!(
-            "{}:{{{}}}:game:{}",
-            self.prefix,
-            Shard::of(game).tag(),
-            game
+        sized(
+            self.prefix.len() + GAME_ROOM,
+            format_args!(
+                "{}:{{{}}}:game:{}",
+                self.prefix,
+                Shard::of(game).tag(),
+                game
+            ),
         )
     }
 
@@ -344,6 +353,20 @@ pub fn subject_matches(pattern: &str, subject: &str) -> bool {
         }
     }
     subject_tokens.next().is_none()
+}
+
+/// Room enough beside the prefix for a game's key or subject: the game id (36 bytes) and
+/// the rest (at most 30).
+const GAME_ROOM: usize = 66;
+
+/// `args` written into a string made with room for `capacity` bytes: a key or subject of
+/// the move path is formatted without growing its buffer (`format!` starts small).
+fn sized(capacity: usize, args: std::fmt::Arguments<'_>) -> String {
+    use std::fmt::Write as _;
+    let mut out = String::with_capacity(capacity);
+    // Writing into a `String` cannot fail.
+    let _ = out.write_fmt(args);
+    out
 }
 
 #[cfg(test)]

@@ -38,9 +38,17 @@ pub const TRACE_ONLY_SPANS: &[&str] = &[
     "grpc.request",
 ];
 
-/// Leaves out the spans of [`TRACE_ONLY_SPANS`].
+/// The target of a span that is trace-only where it is made, though others of its name are
+/// not: the command of a game action (`gateway.command`) and game-session's handling of it
+/// (`game_session.act`), about 2 spans per move and per service. What such a span would
+/// give a log line — the game — is given on the failure path instead (a span of the same
+/// name made there, or the game as a field).
+pub const TRACE_ONLY_TARGET: &str = "frontier::trace_only";
+
+/// Leaves out the spans of [`TRACE_ONLY_SPANS`] and of [`TRACE_ONLY_TARGET`].
 fn not_trace_only(meta: &tracing::Metadata<'_>) -> bool {
-    !(meta.is_span() && TRACE_ONLY_SPANS.contains(&meta.name()))
+    !(meta.is_span()
+        && (meta.target() == TRACE_ONLY_TARGET || TRACE_ONLY_SPANS.contains(&meta.name())))
 }
 
 /// The log layer, writing to `writer` (standard error in the services: standard output
@@ -166,6 +174,10 @@ mod tests {
             assert!(tracing::info_span!("gateway.relay").is_disabled());
             assert!(tracing::info_span!("game_session.publish_event").is_disabled());
             assert!(tracing::info_span!("grpc.request").is_disabled());
+            assert!(
+                tracing::info_span!(target: TRACE_ONLY_TARGET, "gateway.command", kind = "move")
+                    .is_disabled()
+            );
             let command = tracing::info_span!("gateway.command", kind = "move");
             assert!(!command.is_disabled());
             command.in_scope(|| tracing::info!("inside the command"));
@@ -193,14 +205,19 @@ mod tests {
             assert!(!relay.is_disabled());
             relay.in_scope(|| tracing::info!("inside the relay"));
             let _command = tracing::info_span!("gateway.command");
+            let act = tracing::info_span!(target: TRACE_ONLY_TARGET, "game_session.act");
+            assert!(!act.is_disabled());
+            act.in_scope(|| tracing::info!("inside the act"));
         });
         assert_eq!(
             seen.load(Ordering::Relaxed),
-            2,
-            "both spans reach the exporter"
+            3,
+            "all three spans reach the exporter"
         );
         let text = written.text();
         assert!(text.contains("inside the relay"), "{text}");
         assert!(!text.contains("gateway.relay"), "{text}");
+        assert!(text.contains("inside the act"), "{text}");
+        assert!(!text.contains("game_session.act"), "{text}");
     }
 }

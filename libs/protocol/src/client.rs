@@ -333,6 +333,24 @@ impl ClientMessage {
         }
     }
 
+    /// Whether the message is an action in a game (a move, a promotion, a resignation, a
+    /// draw offer or answer, an abort, a claim of victory, an undo): what game-session's
+    /// `Act` carries.
+    pub fn is_game_action(&self) -> bool {
+        matches!(
+            self,
+            ClientMessage::Move { .. }
+                | ClientMessage::Promote { .. }
+                | ClientMessage::Resign { .. }
+                | ClientMessage::OfferDraw { .. }
+                | ClientMessage::AcceptDraw { .. }
+                | ClientMessage::DeclineDraw { .. }
+                | ClientMessage::Abort { .. }
+                | ClientMessage::ClaimVictory { .. }
+                | ClientMessage::Undo { .. }
+        )
+    }
+
     /// The message's `id`, if any.
     pub fn id(&self) -> Option<&str> {
         match self {

@@ -775,7 +775,7 @@ impl LiveGame {
         if let Some(clock) = &mut self.clock
             && let Err(expiry) = clock.complete_move(now_ms, move_time_ms)
         {
-            tracing::warn!(%expiry, "a move passed the arrival check and then flagged");
+            tracing::warn!(game = %self.info.id, %expiry, "a move passed the arrival check and then flagged");
         }
     }
 

@@ -63,6 +63,17 @@ impl<S: GameStore, B: EventBus> GrpcGameSession<S, B> {
     }
 }
 
+/// [`status`] for an action on `game`: a failure (not a client's refusal) is logged inside
+/// a `game_session.act` span naming the game when the handler's own span was not made (it
+/// is trace-only: `telemetry::TRACE_ONLY_TARGET`).
+fn act_status(game: &GameId, e: SessionError) -> Status {
+    if matches!(e, SessionError::Client(..)) || !tracing::Span::current().is_disabled() {
+        return status(e);
+    }
+    let _act = tracing::info_span!("game_session.act", game = %game).entered();
+    status(e)
+}
+
 /// The status for an error: a refusal carries its client error code as a typed detail
 /// (`frontier_platform::grpc`); internal causes are logged, never sent.
 pub fn status(e: SessionError) -> Status {
@@ -355,7 +366,14 @@ impl<S: GameStore, B: EventBus> GameSession for GrpcGameSession<S, B> {
         }))
     }
 
-    #[tracing::instrument(name = "game_session.act", skip_all, fields(game = %request.get_ref().game_id))]
+    // Trace-only (`frontier::trace_only`, `telemetry::TRACE_ONLY_TARGET`): without trace
+    // export the span is not made on every move; a failure is logged in one made then.
+    #[tracing::instrument(
+        target = "frontier::trace_only",
+        name = "game_session.act",
+        skip_all,
+        fields(game = %request.get_ref().game_id)
+    )]
     async fn act(
         &self,
         request: Request<pb::ActRequest>,
@@ -373,7 +391,7 @@ impl<S: GameStore, B: EventBus> GameSession for GrpcGameSession<S, B> {
                 &action,
             )
             .await
-            .map_err(status)?;
+            .map_err(|e| act_status(&game, e))?;
         Ok(Response::new(pb::ActResponse {
             version: acted.version,
             duplicate: acted.duplicate,

@@ -504,15 +504,21 @@ impl LuaScript {
     /// `EVALSHA hash` or `EVAL code`, to which the caller adds the key count, keys and
     /// arguments.
     fn cmd(&self, by_hash: bool) -> redis::Cmd {
-        if by_hash {
-            let mut cmd = redis::cmd("EVALSHA");
-            cmd.arg(&self.hash);
-            cmd
+        self.cmd_sized(by_hash, 0, 0)
+    }
+
+    /// [`cmd`](Self::cmd) with room for `more_args` further arguments of `more_bytes` in
+    /// all: a move's compare-and-set is built without growing its buffers (issue 29).
+    fn cmd_sized(&self, by_hash: bool, more_args: usize, more_bytes: usize) -> redis::Cmd {
+        let (name, script) = if by_hash {
+            ("EVALSHA", &self.hash)
         } else {
-            let mut cmd = redis::cmd("EVAL");
-            cmd.arg(&self.code);
-            cmd
-        }
+            ("EVAL", &self.code)
+        };
+        let mut cmd =
+            redis::Cmd::with_capacity(2 + more_args, name.len() + script.len() + more_bytes);
+        cmd.arg(name).arg(script);
+        cmd
     }
 }
 
@@ -787,8 +793,24 @@ impl GameStore for RedisStore {
             option_args.push(Bytes::from(job.id.clone()));
             option_args.push(job.payload.clone());
         }
+        // Numbers are written in at most 20 bytes each.
+        let args = 10
+            + option_keys.len()
+            + option_args.len()
+            + write.entries.len()
+            + write.moves.append.len();
+        let bytes = 5 * 20
+            + keys.state.len()
+            + keys.log.len()
+            + keys.moves.len()
+            + option_keys.iter().map(|k| k.len()).sum::<usize>()
+            + write.state.len()
+            + options.len()
+            + option_args.iter().map(Bytes::len).sum::<usize>()
+            + write.entries.iter().map(Bytes::len).sum::<usize>()
+            + write.moves.append.iter().map(Bytes::len).sum::<usize>();
         let command = |by_hash: bool| {
-            let mut cmd = self.cas.cmd(by_hash);
+            let mut cmd = self.cas.cmd_sized(by_hash, args, bytes);
             cmd.arg(3 + option_keys.len())
                 .arg(&keys.state)
                 .arg(&keys.log)

@@ -1,6 +1,7 @@
 //! The gRPC client of game-session, with its errors turned into client error codes. Every
 //! call carries the caller's trace context (`frontier_platform::trace`).
 
+use frontier_platform::GameId;
 use frontier_platform::trace::{Traced, traced};
 use frontier_proto::gamesession::v1::game_session_client::GameSessionClient;
 use frontier_protocol::ErrorCode;
@@ -46,6 +47,22 @@ impl From<tonic::Status> for Refusal {
                 message: "something failed on the server".to_owned(),
             }
         }
+    }
+}
+
+impl Refusal {
+    /// `status` as a refusal, logged (when it is a failure rather than a refusal) inside a
+    /// `gateway.command` span with the command's kind and game if the current span was not
+    /// created: a game action's span is trace-only (`ws::Connection::on_command`), so without
+    /// trace export the log line gets its context here, on the failure path only.
+    pub fn logged(status: tonic::Status, kind: &'static str, game: &GameId) -> Refusal {
+        let refusal = frontier_platform::grpc::refusal_code(&status)
+            .is_some_and(|code| code != ErrorCode::Internal);
+        if refusal || !tracing::Span::current().is_disabled() {
+            return Refusal::from(status);
+        }
+        let _command = tracing::info_span!("gateway.command", kind, game = %game).entered();
+        Refusal::from(status)
     }
 }
 

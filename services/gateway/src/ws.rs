@@ -81,7 +81,7 @@ impl RateLimiter {
 struct Connection<A: Accounts> {
     state: Arc<AppState<A>>,
     out: mpsc::Sender<Message>,
-    player: Option<Claims>,
+    player: Option<Arc<Claims>>,
     follows: HashMap<GameId, Follow>,
     limiter: RateLimiter,
     /// This connection's id in the connection-slot sets.
@@ -520,24 +520,48 @@ impl<A: Accounts> Connection<A> {
                     },
                 });
                 self.start_notices(&claims.sub.to_string());
-                self.player = Some(claims);
+                self.player = Some(Arc::new(claims));
             }
             Err(e) => self.error(id, None, auth_code(&e), e.to_string()),
         }
     }
 
-    /// One command of an authenticated client. Its span is the root of the command's trace:
-    /// game-session's handling, the events it publishes and their relays join it. Fields
-    /// are the message type and the game id only.
-    #[tracing::instrument(
-        name = "gateway.command",
-        skip_all,
-        fields(
-            kind = message.kind(),
-            game = message.game_id().and_then(|g| g.parse::<GameId>().ok()).map(tracing::field::display),
-        )
-    )]
+    /// One command of an authenticated client, in its span `gateway.command`: the root of
+    /// the command's trace (game-session's handling, the events it publishes and their
+    /// relays join it). Fields are the message type and the game id only.
+    ///
+    /// The span of a game action (a move, most of all) is trace-only
+    /// (`telemetry::TRACE_ONLY_TARGET`): without trace export it is not created, and a
+    /// failure is logged in a `gateway.command` span made then (`Refusal::logged`). Other
+    /// commands, rare, keep it in the logs.
     async fn on_command(&mut self, claims: &Claims, id: Option<&str>, message: ClientMessage) {
+        use tracing::Instrument as _;
+        // A game action needs neither the player's record nor a client of its own: it
+        // goes straight to `act`.
+        if message.is_game_action() {
+            let span = tracing::info_span!(
+                target: frontier_platform::telemetry::TRACE_ONLY_TARGET,
+                "gateway.command",
+                kind = message.kind(),
+                game = message.game_id().and_then(|g| g.parse::<GameId>().ok()).map(tracing::field::display),
+            );
+            return self.act(claims, id, message).instrument(span).await;
+        }
+        let span = tracing::info_span!(
+            "gateway.command",
+            kind = message.kind(),
+            game = message
+                .game_id()
+                .and_then(|g| g.parse::<GameId>().ok())
+                .map(tracing::field::display),
+        );
+        self.other_command(claims, id, message)
+            .instrument(span)
+            .await;
+    }
+
+    /// A command other than a game action (see [`on_command`](Self::on_command)).
+    async fn other_command(&mut self, claims: &Claims, id: Option<&str>, message: ClientMessage) {
         let player = games::Player {
             id: claims.sub.to_string(),
             name: claims.name.clone(),
@@ -708,7 +732,7 @@ impl<A: Accounts> Connection<A> {
                     game_id,
                 });
             }
-            action => self.act(&player, id, action).await,
+            action => self.act(claims, id, action).await,
         }
     }
 
@@ -1146,8 +1170,9 @@ impl<A: Accounts> Connection<A> {
         }
     }
 
-    async fn act(&mut self, player: &games::Player, id: Option<&str>, message: ClientMessage) {
+    async fn act(&mut self, claims: &Claims, id: Option<&str>, message: ClientMessage) {
         use pb::act_request::Action as A;
+        let kind = message.kind();
         let (game_id, expected_version, action) = match message {
             ClientMessage::Move {
                 game_id,
@@ -1202,13 +1227,13 @@ impl<A: Accounts> Connection<A> {
             } => (game_id, expected_version, A::Undo(pb::Undo {})),
             _ => return,
         };
-        if game_id.parse::<GameId>().is_err() {
+        let Ok(game) = game_id.parse::<GameId>() else {
             return self.error(id, Some(&game_id), ErrorCode::GameNotFound, "no such game");
-        }
+        };
         let is_move = matches!(action, A::Move(_) | A::Promote(_));
         let request = pb::ActRequest {
             game_id: game_id.clone(),
-            player_id: player.id.clone(),
+            player_id: claims.sub.to_string(),
             client_action_id: id.unwrap_or_default().to_owned(),
             expected_version,
             action: Some(action),
@@ -1218,11 +1243,7 @@ impl<A: Accounts> Connection<A> {
         // While the action is in flight, the game's live frames wait for its answer: the
         // event it stores (published before the answer comes) then goes out with the ack,
         // which carries it, in one write.
-        let relayed = game_id
-            .parse::<GameId>()
-            .ok()
-            .and_then(|g| self.follows.get(&g))
-            .map(|f| f.relayed.clone());
+        let relayed = self.follows.get(&game).map(|f| f.relayed.clone());
         if let Some(relayed) = &relayed {
             relayed.begin_action();
         }
@@ -1258,7 +1279,7 @@ impl<A: Accounts> Connection<A> {
                     round_trip().record(started.elapsed().as_secs_f64());
                 }
             }
-            Err(status) => self.refused(id, Some(&game_id), status.into()),
+            Err(status) => self.refused(id, Some(&game_id), Refusal::logged(status, kind, &game)),
         }
     }
 
