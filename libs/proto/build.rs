@@ -28,6 +28,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         // A move's own event frame, carried back to the gateway with the ack: shared, not
         // copied, on both sides (issue 29).
         .bytes(".frontier.gamesession.v1.ActResponse.frame")
+        // A log entry's frames are the frames just published: encoded from them, not from
+        // copies (issue 29).
+        .bytes(".frontier.gamesession.storage.v1.LogEntry")
         .build_server(true)
         .build_client(true)
         .compile_fds(descriptors)?;

@@ -197,13 +197,13 @@ pub fn decode(bytes: &[u8], listed: &[Bytes]) -> Result<Loaded, SessionError> {
 /// same.
 pub fn log_entry(frames: &AudienceFrames) -> Bytes {
     let shared = frames.is_shared();
-    let own = |frame: &Bytes| if shared { Vec::new() } else { frame.to_vec() };
+    let own = |frame: &Bytes| if shared { Bytes::new() } else { frame.clone() };
     Bytes::from(
         storage::LogEntry {
             version: frames.version,
             white: own(&frames.white),
             black: own(&frames.black),
-            public: frames.public.to_vec(),
+            public: frames.public.clone(),
             ended: frames.ended,
             shared,
         }
@@ -215,11 +215,11 @@ pub fn log_entry(frames: &AudienceFrames) -> Bytes {
 pub fn decode_log_entry(bytes: &[u8]) -> Result<AudienceFrames, SessionError> {
     let entry = storage::LogEntry::decode(bytes)
         .map_err(|e| SessionError::Corrupt(format!("log entry: {e}")))?;
-    let public = Bytes::from(entry.public);
+    let public = entry.public;
     let (white, black) = if entry.shared {
         (public.clone(), public.clone())
     } else {
-        (Bytes::from(entry.white), Bytes::from(entry.black))
+        (entry.white, entry.black)
     };
     Ok(AudienceFrames {
         version: entry.version,
