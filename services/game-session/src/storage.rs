@@ -123,7 +123,21 @@ fn unchanged_prefix(stored: &[games::MoveRecord], live: &[PlayedMove]) -> usize 
 /// The stored bytes of a live game in `format` (1 or 2; anything else is written as 1),
 /// and what the write does to the game's list of move records.
 pub fn encode(loaded: &mut Loaded, format: u32) -> (Bytes, MovesWrite) {
-    let mut stored = StoredGame::from(&loaded.live);
+    let recent = ByColor {
+        white: lend_recent(&mut loaded.live.recent.white),
+        black: lend_recent(&mut loaded.live.recent.black),
+    };
+    let mut stored = record(&loaded.live, recent);
+    let (bytes, moves_write) = encode_record(loaded, &mut stored, format);
+    loaded.live.recent = ByColor {
+        white: return_recent(std::mem::take(&mut stored.recent_white)),
+        black: return_recent(std::mem::take(&mut stored.recent_black)),
+    };
+    (bytes, moves_write)
+}
+
+/// [`encode`] of `stored`, the record of `loaded.live`.
+fn encode_record(loaded: &mut Loaded, stored: &mut StoredGame, format: u32) -> (Bytes, MovesWrite) {
     let live_moves = loaded.live.moves();
     let mut moves = std::mem::take(&mut loaded.stored_moves);
     let keep = unchanged_prefix(&moves, live_moves);
@@ -439,65 +453,72 @@ fn captured_from_stored(
         .collect()
 }
 
-fn recent_to_stored(list: &[(String, u64)]) -> Vec<storage::RecentAction> {
-    list.iter()
-        .map(|(id, version)| storage::RecentAction {
-            id: id.clone(),
-            version: *version,
-        })
+/// A seat's recent action ids moved (not copied) into their stored form, for the time the
+/// record is encoded: a move's commit would otherwise copy up to 2 × `RECENT_ACTIONS`
+/// strings, a fifth of game-session's allocations per move (issue 29). The collect
+/// reuses the list's buffer (same size and alignment); [`return_recent`] gives it back.
+fn lend_recent(list: &mut Vec<(String, u64)>) -> Vec<storage::RecentAction> {
+    std::mem::take(list)
+        .into_iter()
+        .map(|(id, version)| storage::RecentAction { id, version })
         .collect()
+}
+
+/// The list [`lend_recent`] lent, back in the live game's form.
+fn return_recent(list: Vec<storage::RecentAction>) -> Vec<(String, u64)> {
+    list.into_iter().map(|a| (a.id, a.version)).collect()
 }
 
 fn recent_from_stored(list: &[storage::RecentAction]) -> Vec<(String, u64)> {
     list.iter().map(|a| (a.id.clone(), a.version)).collect()
 }
 
-impl From<&LiveGame> for StoredGame {
-    fn from(g: &LiveGame) -> StoredGame {
-        let snap = g.game.snapshot();
-        let (layout, salt) = snap
-            .shuffle
-            .map(|(layout, salt)| (layout, salt.to_vec()))
-            .unwrap_or_default();
-        let info = &g.info;
-        StoredGame {
-            id: info.id.clone(),
-            variant: variant_to_proto(info.variant) as i32,
-            rated: info.rated,
-            time_control: info.time_control.map(Into::into),
-            white: g.seats.white.as_ref().map(Into::into),
-            black: g.seats.black.as_ref().map(Into::into),
-            code: info.code.clone(),
-            phase: match g.phase {
-                Phase::Waiting => storage::Phase::Waiting,
-                Phase::Playing => storage::Phase::Playing,
-                Phase::Finished => storage::Phase::Finished,
-            } as i32,
-            fen: snap.fen,
-            layout,
-            salt,
-            captured_by_white: captured_to_stored(&snap.captured.white),
-            captured_by_black: captured_to_stored(&snap.captured.black),
-            history: snap.history,
-            pending: snap.pending.map(|m| m.to_string()).unwrap_or_default(),
-            outcome: snap.outcome.unwrap_or_default(),
-            ply: snap.ply,
-            // Filled by `encode` (which re-uses the records already stored).
-            moves: Vec::new(),
-            draw_offer: color_code(g.draw_offer),
-            recent_white: recent_to_stored(&g.recent.white),
-            recent_black: recent_to_stored(&g.recent.black),
-            created_at_ms: info.created_at_ms,
-            started_at_ms: g.started_at_ms,
-            ended_at_ms: g.ended_at_ms,
-            creator_id: info.creator_id.clone(),
-            commitment: info.commitment.clone(),
-            start_fen: info.start_fen.clone(),
-            clock: g.clock.as_ref().map(clock_to_stored),
-            // Both set by `encode`.
-            format: 0,
-            move_count: 0,
-        }
+/// The stored record of `g`, with `recent` (its recent action ids, lent by
+/// [`lend_recent`]) as the seats' recent actions.
+fn record(g: &LiveGame, recent: ByColor<Vec<storage::RecentAction>>) -> StoredGame {
+    let snap = g.game.snapshot();
+    let (layout, salt) = snap
+        .shuffle
+        .map(|(layout, salt)| (layout, salt.to_vec()))
+        .unwrap_or_default();
+    let info = &g.info;
+    StoredGame {
+        id: info.id.clone(),
+        variant: variant_to_proto(info.variant) as i32,
+        rated: info.rated,
+        time_control: info.time_control.map(Into::into),
+        white: g.seats.white.as_ref().map(Into::into),
+        black: g.seats.black.as_ref().map(Into::into),
+        code: info.code.clone(),
+        phase: match g.phase {
+            Phase::Waiting => storage::Phase::Waiting,
+            Phase::Playing => storage::Phase::Playing,
+            Phase::Finished => storage::Phase::Finished,
+        } as i32,
+        fen: snap.fen,
+        layout,
+        salt,
+        captured_by_white: captured_to_stored(&snap.captured.white),
+        captured_by_black: captured_to_stored(&snap.captured.black),
+        history: snap.history,
+        pending: snap.pending.map(|m| m.to_string()).unwrap_or_default(),
+        outcome: snap.outcome.unwrap_or_default(),
+        ply: snap.ply,
+        // Filled by `encode` (which re-uses the records already stored).
+        moves: Vec::new(),
+        draw_offer: color_code(g.draw_offer),
+        recent_white: recent.white,
+        recent_black: recent.black,
+        created_at_ms: info.created_at_ms,
+        started_at_ms: g.started_at_ms,
+        ended_at_ms: g.ended_at_ms,
+        creator_id: info.creator_id.clone(),
+        commitment: info.commitment.clone(),
+        start_fen: info.start_fen.clone(),
+        clock: g.clock.as_ref().map(clock_to_stored),
+        // Both set by `encode`.
+        format: 0,
+        move_count: 0,
     }
 }
 
@@ -773,6 +794,37 @@ mod tests {
         assert_eq!(list.len(), 2);
         let read = decode(&state, &list).expect("decodes");
         assert_eq!(read.moves(), game.moves());
+    }
+
+    #[test]
+    fn encoding_stores_the_recent_action_ids_and_leaves_them_in_the_live_game() {
+        for format in [1, 2] {
+            let mut game = started(Variant::Standard, None, person("black"));
+            act(&mut game, Color::White, mv("e2e4"));
+            game.live.remember_action(Color::White, "w1", 1);
+            game.live.remember_action(Color::Black, "b1", 2);
+            game.live.remember_action(Color::White, "w2", 3);
+            let before = (
+                game.live.recent.white.clone(),
+                game.live.recent.black.clone(),
+            );
+            let (state, write) = encode(&mut game, format);
+            let kept = (
+                game.live.recent.white.clone(),
+                game.live.recent.black.clone(),
+            );
+            assert_eq!(kept, before, "format {format}");
+            let mut list = Vec::new();
+            apply(&mut list, &write);
+            let read = decode(&state, &list).expect("decodes");
+            let stored = (
+                read.live.recent.white.clone(),
+                read.live.recent.black.clone(),
+            );
+            assert_eq!(stored, before, "format {format}");
+            assert_eq!(read.live.applied_action(Color::White, "w2"), Some(3));
+            assert_eq!(read.live.applied_action(Color::Black, "b1"), Some(2));
+        }
     }
 
     #[test]
