@@ -455,7 +455,7 @@ fn captured_from_stored(
 
 /// A seat's recent action ids moved (not copied) into their stored form, for the time the
 /// record is encoded: a move's commit would otherwise copy up to 2 × `RECENT_ACTIONS`
-/// strings, a fifth of game-session's allocations per move (issue 29). The collect
+/// strings, the largest single caller of the allocator on a move (issue 29). The collect
 /// reuses the list's buffer (same size and alignment); [`return_recent`] gives it back.
 fn lend_recent(list: &mut Vec<(String, u64)>) -> Vec<storage::RecentAction> {
     std::mem::take(list)
