@@ -103,17 +103,7 @@ impl Namespace {
             Some(o) if o != a => "-",
             _ => audience_token(a),
         };
-        sized(
-            self.prefix.len() + GAME_ROOM,
-            format_args!(
-                "{}.game.{}.{}.{}.{}",
-                self.prefix,
-                game,
-                token(AUDIENCES[0]),
-                token(AUDIENCES[1]),
-                token(AUDIENCES[2])
-            ),
-        )
+        self.game_subject(game, token)
     }
 
     /// The subscription of one audience to a game's events: the wildcard subject
@@ -128,6 +118,11 @@ impl Namespace {
                 "*"
             }
         };
+        self.game_subject(game, token)
+    }
+
+    /// `<prefix>.game.<id>.<white>.<black>.<public>`, each audience's token as `token` says.
+    fn game_subject(&self, game: &GameId, token: impl Fn(Audience) -> &'static str) -> String {
         sized(
             self.prefix.len() + GAME_ROOM,
             format_args!(
