@@ -838,12 +838,18 @@ async fn seeker(ctx: Arc<Ctx>, mut p: Player, seed: u64) -> anyhow::Result<()> {
                         }
                         break matched.to_owned();
                     }
-                    if s["seeking"].is_null() && !settling {
+                    if s["matching"].as_bool() == Some(true) {
+                        // Paired, its game being made (longer while game-session is down):
+                        // the notice follows, or the next `status` names the game. A seek
+                        // sent now would forget that match (docs/protocol.md, `status`).
+                        settling = true;
+                    } else if s["seeking"].is_null() && !settling {
                         // The seek lapsed while away (nothing matched): seek again.
                         note(&ctx.log, |l| l.lapsed += 1);
                         break String::new();
+                    } else {
+                        settling &= s["seeking"].is_null();
                     }
-                    settling &= s["seeking"].is_null();
                 }
             }
             p.recv().await?;
