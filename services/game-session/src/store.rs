@@ -793,7 +793,9 @@ impl GameStore for RedisStore {
             option_args.push(Bytes::from(job.id.clone()));
             option_args.push(job.payload.clone());
         }
-        // Numbers are written in at most 20 bytes each.
+        // The room `command` needs: 10 fixed arguments (the key count, the game's 3 keys,
+        // expected and new version, state, options, entry count, trim), 5 of them numbers
+        // of at most 20 bytes each, then the options' keys and arguments, entries, records.
         let args = 10
             + option_keys.len()
             + option_args.len()
