@@ -768,9 +768,67 @@ pub enum RestoreError {
     Outcome(String),
 }
 
+/// No captured identities (the storage form of a game that is not hidden chess).
+static NO_CAPTURES: ByColor<Vec<CapturedIdentity>> = ByColor {
+    white: Vec::new(),
+    black: Vec::new(),
+};
+
+/// A [`GameSnapshot`] that borrows what the game holds instead of copying it: for a
+/// caller that encodes the storage form straight away (game-session, on every move) and
+/// would only drop the copies. Secret like the snapshot: storage only.
+pub struct SnapshotRef<'a> {
+    /// The variant.
+    pub variant: Variant,
+    /// The position's FEN; for hidden chess the server notation (see [`GameSnapshot::fen`]).
+    pub fen: String,
+    /// Hidden chess: the canonical layout and salt the game started with, if any.
+    pub shuffle: Option<(String, [u8; 32])>,
+    /// Identities each side captured.
+    pub captured: &'a ByColor<Vec<CapturedIdentity>>,
+    /// Repetition keys since the last irreversible move.
+    pub history: &'a [u64],
+    /// A move waiting for its promotion choice.
+    pub pending: Option<UciMove>,
+    /// The outcome.
+    pub outcome: Option<Outcome>,
+    /// Half-moves completed.
+    pub ply: u32,
+}
+
+impl fmt::Debug for SnapshotRef<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("SnapshotRef(<secret>)")
+    }
+}
+
 impl Game {
     /// The storage form of this game.
     pub fn snapshot(&self) -> GameSnapshot {
+        let SnapshotRef {
+            variant,
+            fen,
+            shuffle,
+            captured,
+            history,
+            pending,
+            outcome,
+            ply,
+        } = self.snapshot_ref();
+        GameSnapshot {
+            variant,
+            fen,
+            shuffle,
+            captured: captured.clone(),
+            history: history.to_vec(),
+            pending,
+            outcome: outcome.map(|o| o.code()),
+            ply,
+        }
+    }
+
+    /// The storage form of this game, borrowed where the game holds it.
+    pub fn snapshot_ref(&self) -> SnapshotRef<'_> {
         let (fen, shuffle, captured) = match &self.secret {
             Some(secret) => (
                 secret.state.server_fen(),
@@ -778,18 +836,18 @@ impl Game {
                     .shuffle
                     .as_ref()
                     .map(|s| (s.layout().canonical(), s.salt())),
-                secret.captured.clone(),
+                &secret.captured,
             ),
-            None => (self.position.fen(), None, ByColor::default()),
+            None => (self.position.fen(), None, &NO_CAPTURES),
         };
-        GameSnapshot {
+        SnapshotRef {
             variant: self.variant(),
             fen,
             shuffle,
             captured,
-            history: self.history.clone(),
+            history: &self.history,
             pending: self.pending.map(|m| m.to_uci()),
-            outcome: self.outcome.map(|o| o.code()),
+            outcome: self.outcome,
             ply: self.ply,
         }
     }

@@ -31,7 +31,7 @@ pub use board::{Board, hidden_start_mask, hidden_start_squares, piece_attacks, s
 pub use fen::{FenError, FenField, MAX_FEN_LEN, PositionError, Setup};
 pub use game::{
     Audience, CapturedIdentity, CapturedPiece, DrawReason, Game, GameSnapshot, MoveEvent,
-    MoveReport, Outcome, PlayError, RestoreError, Reveal, View, WinReason,
+    MoveReport, Outcome, PlayError, RestoreError, Reveal, SnapshotRef, View, WinReason,
 };
 pub use hidden::{
     COMMITMENT_DOMAIN, Commitment, HiddenState, Layout, LayoutError, PublishedShuffle, RandomError,

@@ -41,6 +41,9 @@ pub struct Loaded {
     /// and the next format-2 write then writes the list whole. Set by a read or a write at
     /// the version this state is at (a state is cached only after its write succeeded).
     listed: Option<usize>,
+    /// The size of the state last written or read: room enough for the next one, which
+    /// differs by a few bytes.
+    state_len: usize,
 }
 
 impl Loaded {
@@ -50,6 +53,7 @@ impl Loaded {
             live,
             stored_moves: Vec::new(),
             listed: None,
+            state_len: 0,
         }
     }
 }
@@ -114,36 +118,61 @@ impl MovesWrite {
 /// records differ: one comparison for a move, two after a promotion choice.
 fn unchanged_prefix(stored: &[games::MoveRecord], live: &[PlayedMove]) -> usize {
     let mut keep = stored.len().min(live.len());
-    while keep > 0 && stored[keep - 1] != games::MoveRecord::from(&live[keep - 1]) {
+    while keep > 0 && !records(&stored[keep - 1], &live[keep - 1]) {
         keep -= 1;
     }
     keep
 }
 
+/// Whether `r` is the record of `m` (`games::MoveRecord::from(m) == *r`), compared in
+/// place rather than by building the record: once per write.
+fn records(r: &games::MoveRecord, m: &PlayedMove) -> bool {
+    r.ply == m.ply
+        && r.at_ms == m.at_ms
+        && r.clock_ms == m.clock_ms
+        && displays_as(&r.uci, &m.uci)
+        && match m.reveal {
+            Some(rv) => {
+                r.reveal_role == rv.role.name() && displays_as(&r.reveal_square, &rv.square)
+            }
+            None => r.reveal_role.is_empty() && r.reveal_square.is_empty(),
+        }
+        && match m.captured {
+            Some(c) => {
+                r.captured_role == c.shown_role.name()
+                    && r.captured_was_hidden == c.was_hidden
+                    && displays_as(&r.captured_square, &c.square)
+            }
+            None => {
+                r.captured_role.is_empty() && r.captured_square.is_empty() && !r.captured_was_hidden
+            }
+        }
+        && r.captured_identity == m.captured_identity.map_or("", |role| role.name())
+}
+
+/// Whether `value` displays as `text`, without formatting it into a string.
+fn displays_as(text: &str, value: &impl std::fmt::Display) -> bool {
+    struct Rest<'a>(&'a str);
+    impl std::fmt::Write for Rest<'_> {
+        fn write_str(&mut self, part: &str) -> std::fmt::Result {
+            self.0 = self.0.strip_prefix(part).ok_or(std::fmt::Error)?;
+            Ok(())
+        }
+    }
+    let mut rest = Rest(text);
+    std::fmt::write(&mut rest, format_args!("{value}")).is_ok() && rest.0.is_empty()
+}
+
 /// The stored bytes of a live game in `format` (1 or 2; anything else is written as 1),
 /// and what the write does to the game's list of move records.
 pub fn encode(loaded: &mut Loaded, format: u32) -> (Bytes, MovesWrite) {
-    let recent = ByColor {
-        white: lend_recent(&mut loaded.live.recent.white),
-        black: lend_recent(&mut loaded.live.recent.black),
-    };
-    let mut stored = record(&loaded.live, recent);
-    let (bytes, moves_write) = encode_record(loaded, &mut stored, format);
-    loaded.live.recent = ByColor {
-        white: return_recent(std::mem::take(&mut stored.recent_white)),
-        black: return_recent(std::mem::take(&mut stored.recent_black)),
-    };
-    (bytes, moves_write)
-}
-
-/// [`encode`] of `stored`, the record of `loaded.live`.
-fn encode_record(loaded: &mut Loaded, stored: &mut StoredGame, format: u32) -> (Bytes, MovesWrite) {
     let live_moves = loaded.live.moves();
     let mut moves = std::mem::take(&mut loaded.stored_moves);
     let keep = unchanged_prefix(&moves, live_moves);
     moves.truncate(keep);
     moves.extend(live_moves[keep..].iter().map(games::MoveRecord::from));
-    if format == 2 {
+    let mut state = Vec::with_capacity(loaded.state_len + 64);
+    let moves_write = if format == 2 {
         let from = loaded.listed.map_or(0, |listed| listed.min(keep));
         let moves_write = MovesWrite {
             trim_to: (loaded.listed != Some(from)).then_some(from as u64),
@@ -152,20 +181,18 @@ fn encode_record(loaded: &mut Loaded, stored: &mut StoredGame, format: u32) -> (
                 .map(|m| Bytes::from(m.encode_to_vec()))
                 .collect(),
         };
-        stored.format = 2;
-        stored.move_count = moves.len() as u32;
-        let bytes = Bytes::from(stored.encode_to_vec());
+        write_state(&loaded.live, MovesAt::List(moves.len()), &mut state);
         loaded.listed = Some(moves.len());
-        loaded.stored_moves = moves;
-        return (bytes, moves_write);
-    }
-    stored.format = 1;
-    stored.moves = moves;
-    let bytes = Bytes::from(stored.encode_to_vec());
-    loaded.stored_moves = std::mem::take(&mut stored.moves);
-    // The list (if a format-2 write left one) no longer follows the game.
-    loaded.listed = None;
-    (bytes, MovesWrite::default())
+        moves_write
+    } else {
+        write_state(&loaded.live, MovesAt::State(&moves), &mut state);
+        // The list (if a format-2 write left one) no longer follows the game.
+        loaded.listed = None;
+        MovesWrite::default()
+    };
+    loaded.stored_moves = moves;
+    loaded.state_len = state.len();
+    (Bytes::from(state), moves_write)
 }
 
 /// A live game from its stored state and the store's list of its move records (read
@@ -204,6 +231,7 @@ pub fn decode(bytes: &[u8], listed: &[Bytes]) -> Result<Loaded, SessionError> {
         live,
         stored_moves,
         listed,
+        state_len: bytes.len(),
     })
 }
 
@@ -424,16 +452,6 @@ fn clock_to_stored(c: &ChessClock) -> storage::ClockState {
     }
 }
 
-fn captured_to_stored(list: &[CapturedIdentity]) -> Vec<storage::CapturedIdentity> {
-    list.iter()
-        .map(|c| storage::CapturedIdentity {
-            square: c.square.to_string(),
-            role: c.role.char().to_string(),
-            ply: c.ply,
-        })
-        .collect()
-}
-
 fn captured_from_stored(
     list: &[storage::CapturedIdentity],
 ) -> Result<Vec<CapturedIdentity>, SessionError> {
@@ -453,72 +471,198 @@ fn captured_from_stored(
         .collect()
 }
 
-/// A seat's recent action ids moved (not copied) into their stored form, for the time the
-/// record is encoded: a move's commit would otherwise copy up to 2 × `RECENT_ACTIONS`
-/// strings, the largest single caller of the allocator on a move (issue 29). The collect
-/// reuses the list's buffer (same size and alignment); [`return_recent`] gives it back.
-fn lend_recent(list: &mut Vec<(String, u64)>) -> Vec<storage::RecentAction> {
-    std::mem::take(list)
-        .into_iter()
-        .map(|(id, version)| storage::RecentAction { id, version })
-        .collect()
-}
-
-/// The list [`lend_recent`] lent, back in the live game's form.
-fn return_recent(list: Vec<storage::RecentAction>) -> Vec<(String, u64)> {
-    list.into_iter().map(|a| (a.id, a.version)).collect()
-}
-
 fn recent_from_stored(list: &[storage::RecentAction]) -> Vec<(String, u64)> {
     list.iter().map(|a| (a.id.clone(), a.version)).collect()
 }
 
-/// The stored record of `g`, with `recent` (its recent action ids, lent by
-/// [`lend_recent`]) as the seats' recent actions.
-fn record(g: &LiveGame, recent: ByColor<Vec<storage::RecentAction>>) -> StoredGame {
-    let snap = g.game.snapshot();
-    let (layout, salt) = snap
-        .shuffle
-        .map(|(layout, salt)| (layout, salt.to_vec()))
-        .unwrap_or_default();
+/// Where a written state's move records go.
+enum MovesAt<'a> {
+    /// Format 1: in the state.
+    State(&'a [games::MoveRecord]),
+    /// Format 2: in the game's own list, which holds this many.
+    List(usize),
+}
+
+/// Writes the stored form of `g` (a `StoredGame`, as prost would encode it) into `out`,
+/// straight from the live game: building a `StoredGame` first would copy its id, players,
+/// code, FEN, history, captured identities and recent action ids into a record that is
+/// dropped once encoded — the bulk of a move's allocations in game-session (issue 29).
+/// Fields go in the order of their numbers, and a field at its default is left out, as
+/// prost does; `the_state_is_written_as_prost_would_encode_it` checks the bytes against
+/// `StoredGame::encode_to_vec` of the same game. A field added to `StoredGame` is written
+/// here too, or it is never stored.
+fn write_state(g: &LiveGame, moves: MovesAt<'_>, out: &mut Vec<u8>) {
     let info = &g.info;
-    StoredGame {
-        id: info.id.clone(),
-        variant: variant_to_proto(info.variant) as i32,
-        rated: info.rated,
-        time_control: info.time_control.map(Into::into),
-        white: g.seats.white.as_ref().map(Into::into),
-        black: g.seats.black.as_ref().map(Into::into),
-        code: info.code.clone(),
-        phase: match g.phase {
-            Phase::Waiting => storage::Phase::Waiting,
-            Phase::Playing => storage::Phase::Playing,
-            Phase::Finished => storage::Phase::Finished,
-        } as i32,
-        fen: snap.fen,
-        layout,
-        salt,
-        captured_by_white: captured_to_stored(&snap.captured.white),
-        captured_by_black: captured_to_stored(&snap.captured.black),
-        history: snap.history,
-        pending: snap.pending.map(|m| m.to_string()).unwrap_or_default(),
-        outcome: snap.outcome.unwrap_or_default(),
-        ply: snap.ply,
-        // Filled by `encode` (which re-uses the records already stored).
-        moves: Vec::new(),
-        draw_offer: color_code(g.draw_offer),
-        recent_white: recent.white,
-        recent_black: recent.black,
-        created_at_ms: info.created_at_ms,
-        started_at_ms: g.started_at_ms,
-        ended_at_ms: g.ended_at_ms,
-        creator_id: info.creator_id.clone(),
-        commitment: info.commitment.clone(),
-        start_fen: info.start_fen.clone(),
-        clock: g.clock.as_ref().map(clock_to_stored),
-        // Both set by `encode`.
-        format: 0,
-        move_count: 0,
+    let snap = g.game.snapshot_ref();
+    wire::string(out, 1, &info.id);
+    wire::int32(out, 2, variant_to_proto(info.variant) as i32);
+    wire::boolean(out, 3, info.rated);
+    if let Some(tc) = info.time_control {
+        prost::encoding::message::encode(4, &games::TimeControl::from(tc), out);
+    }
+    for (tag, seat) in [(5, &g.seats.white), (6, &g.seats.black)] {
+        if let Some(p) = seat {
+            wire::message(out, tag, |out| {
+                wire::string(out, 1, &p.id);
+                wire::string(out, 2, &p.name);
+                wire::boolean(out, 3, p.guest);
+                wire::boolean(out, 4, p.bot);
+                let level = p
+                    .bot_level
+                    .map_or(games::BotLevel::Unspecified, bot_level_to_proto);
+                wire::int32(out, 5, level as i32);
+            });
+        }
+    }
+    wire::string(out, 7, &info.code);
+    let phase = match g.phase {
+        Phase::Waiting => storage::Phase::Waiting,
+        Phase::Playing => storage::Phase::Playing,
+        Phase::Finished => storage::Phase::Finished,
+    };
+    wire::int32(out, 8, phase as i32);
+    wire::string(out, 9, &snap.fen);
+    if let Some((layout, salt)) = &snap.shuffle {
+        wire::string(out, 10, layout);
+        wire::bytes(out, 11, salt);
+    }
+    for (tag, list) in [(12, &snap.captured.white), (13, &snap.captured.black)] {
+        for c in list {
+            wire::message(out, tag, |out| {
+                wire::display(out, 1, &c.square);
+                wire::string(out, 2, c.role.char().encode_utf8(&mut [0; 4]));
+                wire::uint64(out, 3, c.ply.into());
+            });
+        }
+    }
+    wire::packed_fixed64(out, 14, snap.history);
+    if let Some(pending) = &snap.pending {
+        wire::display(out, 15, pending);
+    }
+    if let Some(outcome) = snap.outcome {
+        wire::string(out, 16, &outcome.code());
+    }
+    wire::uint64(out, 17, snap.ply.into());
+    if let MovesAt::State(records) = moves {
+        for m in records {
+            prost::encoding::message::encode(18, m, out);
+        }
+    }
+    wire::uint64(out, 19, color_code(g.draw_offer).into());
+    for (tag, list) in [(20, &g.recent.white), (21, &g.recent.black)] {
+        for (id, version) in list {
+            wire::message(out, tag, |out| {
+                wire::string(out, 1, id);
+                wire::uint64(out, 2, *version);
+            });
+        }
+    }
+    wire::int64(out, 22, info.created_at_ms);
+    wire::int64(out, 23, g.started_at_ms);
+    wire::int64(out, 24, g.ended_at_ms);
+    wire::string(out, 25, &info.creator_id);
+    wire::string(out, 26, &info.commitment);
+    wire::string(out, 27, &info.start_fen);
+    if let Some(clock) = &g.clock {
+        prost::encoding::message::encode(28, &clock_to_stored(clock), out);
+    }
+    match moves {
+        MovesAt::State(_) => wire::uint64(out, 29, 1),
+        MovesAt::List(count) => {
+            wire::uint64(out, 29, 2);
+            wire::uint64(out, 30, count as u64);
+        }
+    }
+}
+
+/// Protobuf's wire form, one proto3 field at a time: a field at its default (zero, false,
+/// empty) is left out, as prost leaves it out. The keys and varints are prost's own
+/// functions (`prost::encoding`, which the code prost generates calls as well).
+mod wire {
+    use prost::encoding::{WireType, encode_key, encode_varint};
+
+    pub(super) fn uint64(out: &mut Vec<u8>, tag: u32, value: u64) {
+        if value != 0 {
+            encode_key(tag, WireType::Varint, out);
+            encode_varint(value, out);
+        }
+    }
+
+    /// `int64`: a negative value takes ten bytes, as its two's complement.
+    pub(super) fn int64(out: &mut Vec<u8>, tag: u32, value: i64) {
+        uint64(out, tag, value as u64);
+    }
+
+    /// `int32` and enums: sign-extended to 64 bits, as protobuf says.
+    pub(super) fn int32(out: &mut Vec<u8>, tag: u32, value: i32) {
+        int64(out, tag, value.into());
+    }
+
+    pub(super) fn boolean(out: &mut Vec<u8>, tag: u32, value: bool) {
+        uint64(out, tag, value.into());
+    }
+
+    pub(super) fn bytes(out: &mut Vec<u8>, tag: u32, value: &[u8]) {
+        if !value.is_empty() {
+            encode_key(tag, WireType::LengthDelimited, out);
+            encode_varint(value.len() as u64, out);
+            out.extend_from_slice(value);
+        }
+    }
+
+    pub(super) fn string(out: &mut Vec<u8>, tag: u32, value: &str) {
+        bytes(out, tag, value.as_bytes());
+    }
+
+    /// A string field holding `value` as it displays, formatted straight into `out`.
+    pub(super) fn display(out: &mut Vec<u8>, tag: u32, value: &impl std::fmt::Display) {
+        use std::io::Write as _;
+        let at = out.len();
+        let len = delimited(out, tag, |out| {
+            // Writing into a `Vec` cannot fail.
+            let _ = write!(out, "{value}");
+        });
+        if len == 0 {
+            // Empty: a default, left out.
+            out.truncate(at);
+        }
+    }
+
+    /// A (present) embedded message, written by `body`.
+    pub(super) fn message(out: &mut Vec<u8>, tag: u32, body: impl FnOnce(&mut Vec<u8>)) {
+        delimited(out, tag, body);
+    }
+
+    /// A length-delimited field whose content `body` writes, and the content's length: it
+    /// is known only after, so one byte is kept for it (enough below 128 bytes, as for
+    /// every one written here but a rare long name) and the content moved along when its
+    /// length needs more.
+    fn delimited(out: &mut Vec<u8>, tag: u32, body: impl FnOnce(&mut Vec<u8>)) -> usize {
+        encode_key(tag, WireType::LengthDelimited, out);
+        let at = out.len();
+        out.push(0);
+        body(out);
+        let len = out.len() - at - 1;
+        if len < 0x80 {
+            out[at] = len as u8;
+        } else {
+            let mut prefix = [0; 10];
+            let mut free = &mut prefix[..];
+            encode_varint(len as u64, &mut free);
+            let used = 10 - free.len();
+            out.splice(at..=at, prefix[..used].iter().copied());
+        }
+        len
+    }
+
+    pub(super) fn packed_fixed64(out: &mut Vec<u8>, tag: u32, values: &[u64]) {
+        if !values.is_empty() {
+            encode_key(tag, WireType::LengthDelimited, out);
+            encode_varint(8 * values.len() as u64, out);
+            for v in values {
+                out.extend_from_slice(&v.to_le_bytes());
+            }
+        }
     }
 }
 
@@ -678,6 +822,154 @@ mod tests {
     fn size_beyond_history(state: &Bytes) -> usize {
         let stored = StoredGame::decode(state.as_ref()).expect("decodes");
         state.len() - 8 * stored.history.len()
+    }
+
+    /// A stored game's record as the state was built before `write_state` wrote it field
+    /// by field: every field copied into a `StoredGame`. The reference the written bytes
+    /// are checked against.
+    fn reference(loaded: &Loaded, format: u32) -> StoredGame {
+        let g = &loaded.live;
+        let snap = g.game.snapshot();
+        let (layout, salt) = snap
+            .shuffle
+            .map(|(layout, salt)| (layout, salt.to_vec()))
+            .unwrap_or_default();
+        let recent = |list: &[(String, u64)]| {
+            list.iter()
+                .map(|(id, version)| storage::RecentAction {
+                    id: id.clone(),
+                    version: *version,
+                })
+                .collect()
+        };
+        let moves: Vec<games::MoveRecord> = g.moves().iter().map(Into::into).collect();
+        let info = &g.info;
+        StoredGame {
+            id: info.id.clone(),
+            variant: variant_to_proto(info.variant) as i32,
+            rated: info.rated,
+            time_control: info.time_control.map(Into::into),
+            white: g.seats.white.as_ref().map(Into::into),
+            black: g.seats.black.as_ref().map(Into::into),
+            code: info.code.clone(),
+            phase: match g.phase {
+                Phase::Waiting => storage::Phase::Waiting,
+                Phase::Playing => storage::Phase::Playing,
+                Phase::Finished => storage::Phase::Finished,
+            } as i32,
+            fen: snap.fen,
+            layout,
+            salt,
+            captured_by_white: captured_to_stored(&snap.captured.white),
+            captured_by_black: captured_to_stored(&snap.captured.black),
+            history: snap.history,
+            pending: snap.pending.map(|m| m.to_string()).unwrap_or_default(),
+            outcome: snap.outcome.unwrap_or_default(),
+            ply: snap.ply,
+            move_count: if format == 2 { moves.len() as u32 } else { 0 },
+            moves: if format == 2 { Vec::new() } else { moves },
+            draw_offer: color_code(g.draw_offer),
+            recent_white: recent(&g.recent.white),
+            recent_black: recent(&g.recent.black),
+            created_at_ms: info.created_at_ms,
+            started_at_ms: g.started_at_ms,
+            ended_at_ms: g.ended_at_ms,
+            creator_id: info.creator_id.clone(),
+            commitment: info.commitment.clone(),
+            start_fen: info.start_fen.clone(),
+            clock: g.clock.as_ref().map(clock_to_stored),
+            format: if format == 2 { 2 } else { 1 },
+        }
+    }
+
+    fn captured_to_stored(list: &[CapturedIdentity]) -> Vec<storage::CapturedIdentity> {
+        list.iter()
+            .map(|c| storage::CapturedIdentity {
+                square: c.square.to_string(),
+                role: c.role.char().to_string(),
+                ply: c.ply,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn the_state_is_written_as_prost_would_encode_it() {
+        let check = |what: &str, game: &mut Loaded| {
+            for format in [1, 2, 0] {
+                let expected = reference(game, format).encode_to_vec();
+                let (written, _) = encode(game, format);
+                assert_eq!(written.as_ref(), &expected[..], "{what}, format {format}");
+                let read = StoredGame::decode(written.as_ref()).expect("decodes");
+                assert_eq!(read.id, game.info.id, "{what}");
+            }
+        };
+        let member = |id: &str| Player {
+            guest: false,
+            ..person(id)
+        };
+        // A standard game, waiting for its opponent, then under way with action ids
+        // remembered and a draw offered.
+        let live = LiveGame::new_board(
+            NewGame {
+                id: "0190c6a0-0000-7000-8000-000000000002".into(),
+                code: "GHJKLM".into(),
+                creator: member("white"),
+                creator_color: Color::White,
+                variant: Variant::Standard,
+                rated: true,
+                time_control: Some(TimeControlSpec {
+                    initial_seconds: 180,
+                    increment_seconds: 2,
+                }),
+                shuffle: None,
+                start: None,
+                now_ms: 1_700_000_000_000,
+            },
+            CLOCKS,
+        );
+        let mut game = Loaded::new(live);
+        check("waiting", &mut game);
+        game.join(member("black"), 1_700_000_000_500, CLOCKS)
+            .expect("joins");
+        for (i, uci) in ["e2e4", "e7e5", "g1f3"].iter().enumerate() {
+            let seat = mover(i);
+            match game
+                .apply(seat, &mv(uci), 1_700_000_001_000 + 1_000 * i as i64)
+                .expect("applies")
+            {
+                Applied::Done(_) => {}
+                Applied::TimedOut(..) => panic!("in time"),
+            }
+        }
+        game.live.remember_action(Color::White, "w1", 1);
+        game.live.remember_action(Color::Black, "b1", 2);
+        game.live.draw_offer = Some(Color::Black);
+        check("timed, under way", &mut game);
+        // Hidden chess with captures, revealed pieces and a promotion waiting for its
+        // choice (see `a_promotion_choice_replaces_the_last_record`), against a bot whose
+        // name is long enough for its record's length to take two bytes.
+        let layout = Layout::from_canonical("PNBQBRRNPPPPPPP/rbbqnrpnppppppp").expect("valid");
+        let shuffle = Shuffle::with_random_salt(layout).expect("salt");
+        let long = Player {
+            name: "b".repeat(150),
+            ..Player::bot("bot".into(), BotLevel::Hard)
+        };
+        let mut hidden = started(Variant::Hidden, Some(shuffle), long);
+        for (seat, uci) in [
+            (Color::White, "a2a3"),
+            (Color::Black, "a7a6"),
+            (Color::White, "a3b5"),
+            (Color::Black, "a6c5"),
+            (Color::White, "a1a8"),
+        ] {
+            act(&mut hidden, seat, mv(uci));
+        }
+        check("hidden, promotion pending", &mut hidden);
+        act(&mut hidden, Color::White, Action::Promote(Role::Knight));
+        check("hidden, promoted", &mut hidden);
+        // Over: an outcome and an end time.
+        act(&mut hidden, Color::Black, Action::Resign);
+        check("hidden, resigned", &mut hidden);
     }
 
     #[test]
