@@ -203,6 +203,9 @@ impl fmt::Debug for Commitment {
 pub struct Shuffle {
     layout: Layout,
     salt: [u8; 32],
+    /// Worked out once: every view of the game shows it (a hash and the layout's
+    /// canonical text on every move otherwise).
+    commitment: Commitment,
 }
 
 impl fmt::Debug for Shuffle {
@@ -225,29 +228,28 @@ pub struct PublishedShuffle {
 impl Shuffle {
     /// A random layout and a random salt.
     pub fn random() -> Result<Shuffle, RandomError> {
-        Ok(Shuffle {
-            layout: Layout::random()?,
-            salt: random_bytes()?,
-        })
+        Ok(Shuffle::new(Layout::random()?, random_bytes()?))
     }
 
     /// A chosen layout with a random salt (test-only server configuration fixes layouts
     /// this way; the salt keeps the commitment hiding).
     pub fn with_random_salt(layout: Layout) -> Result<Shuffle, RandomError> {
-        Ok(Shuffle {
-            layout,
-            salt: random_bytes()?,
-        })
+        Ok(Shuffle::new(layout, random_bytes()?))
     }
 
     /// A chosen layout and salt (tests, and test-only server configuration).
     pub fn new(layout: Layout, salt: [u8; 32]) -> Shuffle {
-        Shuffle { layout, salt }
+        let commitment = Commitment::compute(&salt, &layout.canonical());
+        Shuffle {
+            layout,
+            salt,
+            commitment,
+        }
     }
 
     /// The commitment to show at the start.
     pub fn commitment(&self) -> Commitment {
-        Commitment::compute(&self.salt, &self.layout.canonical())
+        self.commitment
     }
 
     /// The salt (crate-internal: storage snapshots).
