@@ -500,6 +500,10 @@ def assert_invariants(c: Checks, label: str, values: dict, objects: list[dict]) 
         want = gs_fmt if name == f"{RELEASE}-game-session" else None
         c.check(env.get("FRONTIER_STORAGE_FORMAT") == want,
                 f"{label}: {name} is given FRONTIER_STORAGE_FORMAT={want} ({env.get('FRONTIER_STORAGE_FORMAT')})")
+        # And where game events carry their metadata (read by gateways in both forms).
+        want = merged["gameSession"]["eventMetadata"] if name == f"{RELEASE}-game-session" else None
+        c.check(env.get("FRONTIER_EVENT_METADATA") == want,
+                f"{label}: {name} is given FRONTIER_EVENT_METADATA={want} ({env.get('FRONTIER_EVENT_METADATA')})")
 
     # Fair play: a KEDA ScaledObject on its consumer of the finished-games stream — the very
     # consumer its pods are given, not rating's — or an HPA on CPU without KEDA.
@@ -1152,6 +1156,8 @@ def check() -> int:
             "platform": {"namespace": "chess-eu-1"}})),
         ("production.yaml, game-session writing storage format 2", load_values("production.yaml", extra={
             "gameSession": {"storageFormat": 2}})),
+        ("production.yaml, game-session writing event metadata in the payload", load_values(
+            "production.yaml", extra={"gameSession": {"eventMetadata": "payload"}})),
         ("production.yaml without fair play", load_values("production.yaml", extra={"fairplay": {"enabled": False}})),
         ("production.yaml, fair play on consumer fairplay-eu, 4 at once", load_values("production.yaml", extra={
             "fairplay": {"consumer": "fairplay-eu", "concurrency": 4}})),

@@ -1258,6 +1258,9 @@ const UPGRADE_ORDER: [Service; 6] = [
 /// games under load are carried from format 1 to 2 as the instances are replaced — and,
 /// while old and new instances both serve, back and forth between the two (this build
 /// reads both; a real older release reads only 1, deploy/README.md, "Storage format 2").
+/// It also puts its events' metadata in the payload (`--event-metadata payload`), so the
+/// gateways relay events of both forms while the instances are replaced (a real rollout
+/// turns it on only after the gateways, deploy/README.md, "Event metadata in the payload").
 async fn rolling_upgrade(rig: Arc<tokio::sync::Mutex<Rig>>) -> anyhow::Result<()> {
     for service in UPGRADE_ORDER {
         let ids: Vec<usize> = rig.lock().await.of(service).collect();
@@ -1271,7 +1274,7 @@ async fn rolling_upgrade(rig: Arc<tokio::sync::Mutex<Rig>>) -> anyhow::Result<()
             );
             rig.add_flags(k, &["--drain-timeout", "19s"]);
             if service == Service::GameSession {
-                rig.add_flags(k, &["--storage-format", "2"]);
+                rig.add_flags(k, &["--storage-format", "2", "--event-metadata", "payload"]);
             }
             rig.restart(k).await?;
         }

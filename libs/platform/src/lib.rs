@@ -6,6 +6,7 @@ pub mod auth;
 pub mod config;
 pub mod convert;
 pub mod deadlines;
+pub mod envelope;
 pub mod grpc;
 pub mod ids;
 pub mod inproc;

@@ -9,6 +9,7 @@ use std::sync::{Arc, Mutex};
 
 use async_nats::jetstream;
 use bytes::Bytes;
+use frontier_platform::envelope::{Envelope, EventMetadata};
 use frontier_platform::local_bus::{LocalBus, LocalMessage};
 use frontier_platform::local_jobs::LocalJobQueue;
 use frontier_platform::names::AUDIENCES;
@@ -118,9 +119,16 @@ pub struct NatsBus {
     client: async_nats::Client,
     jetstream: jetstream::Context,
     ns: Namespace,
+    metadata: EventMetadata,
 }
 
 impl NatsBus {
+    /// Game events with their metadata in `metadata`'s form (headers unless told:
+    /// [`frontier_platform::envelope`]).
+    pub fn with_event_metadata(self, metadata: EventMetadata) -> NatsBus {
+        NatsBus { metadata, ..self }
+    }
+
     /// The NATS connection (for readiness checks).
     pub fn client(&self) -> async_nats::Client {
         self.client.clone()
@@ -160,6 +168,7 @@ impl NatsBus {
             client,
             jetstream,
             ns,
+            metadata: EventMetadata::default(),
         })
     }
 }
@@ -187,6 +196,9 @@ impl EventBus for NatsBus {
         game: &GameId,
         frames: &AudienceFrames,
     ) -> Result<(), BusError> {
+        if self.metadata == EventMetadata::Payload {
+            return self.publish_enveloped(game, frames).await;
+        }
         let mut headers = async_nats::HeaderMap::new();
         headers.insert(VERSION_HEADER, frames.version.to_string().as_str());
         headers.insert(
@@ -245,6 +257,34 @@ impl EventBus for NatsBus {
 }
 
 impl NatsBus {
+    /// [`EventBus::publish_game_event`] with each frame in an [`Envelope`], and headers
+    /// only for a trace context.
+    async fn publish_enveloped(
+        &self,
+        game: &GameId,
+        frames: &AudienceFrames,
+    ) -> Result<(), BusError> {
+        let envelope = Envelope {
+            version: frames.version,
+            published_at_us: frontier_platform::names::unix_micros(),
+            ended: frames.ended,
+        };
+        let mut headers = async_nats::HeaderMap::new();
+        trace::inject_headers(&trace::current(), &mut headers);
+        for (subject, frame) in frames.publications(&self.ns, game) {
+            let payload = envelope.wrap(&frame);
+            let published = if headers.is_empty() {
+                self.client.publish(subject, payload).await
+            } else {
+                self.client
+                    .publish_with_headers(subject, headers.clone(), payload)
+                    .await
+            };
+            published.map_err(|e| BusError(e.to_string()))?;
+        }
+        Ok(())
+    }
+
     /// See [`EventBus::publish_notice`].
     async fn notice(&self, player: &str, frame: Bytes) -> Result<(), BusError> {
         let mut headers = async_nats::HeaderMap::new();

@@ -4,6 +4,7 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use frontier_platform::config::{NamespaceArgs, NatsArgs, RedisArgs, parse_duration};
+use frontier_platform::envelope::EventMetadata;
 
 /// game-session: the authority over live games.
 #[derive(Debug, Clone, clap::Parser)]
@@ -87,6 +88,19 @@ pub struct PlayArgs {
         value_parser = clap::value_parser!(u32).range(1..=2)
     )]
     pub storage_format: u32,
+    /// Where game events carry their metadata on NATS (version, publication time, end of
+    /// game): `headers`, which every release's gateway reads, or `payload`, a fixed
+    /// envelope in front of the frame, cheaper to write and to read, which gateways of
+    /// this release and later read. Set `payload` only once every gateway runs this
+    /// release or a later one: an earlier gateway would pass the envelope's bytes on to its
+    /// clients. The next release writes `payload` by default.
+    #[arg(
+        long,
+        env = "FRONTIER_EVENT_METADATA",
+        value_enum,
+        default_value_t = EventMetadata::Headers
+    )]
+    pub event_metadata: EventMetadata,
     /// Test-only settings: present only in builds with the `test-hooks` feature, which
     /// release builds and images never enable (without it these flags do not exist, and a
     /// `FRONTIER_TEST_…` hook variable stops the service at start).

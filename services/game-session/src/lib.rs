@@ -170,7 +170,8 @@ pub async fn build(config: &Config) -> anyhow::Result<Service> {
     let bus =
         NatsBus::connect_replicated(&config.nats.nats_url, ns, config.nats.nats_stream_replicas)
             .await
-            .context("connecting to NATS")?;
+            .context("connecting to NATS")?
+            .with_event_metadata(config.play.event_metadata);
     let (layouts, settings) = rules_of_play(&config.play)?;
     let clock: Arc<dyn Clock> = Arc::new(SystemClock);
     let core = Arc::new(GameService::new(store, bus, clock, layouts, settings));

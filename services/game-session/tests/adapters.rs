@@ -11,6 +11,7 @@ use frontier_game_session::game::{Action, Player};
 use frontier_game_session::service::{FixedLayout, GameService, NewBoard, Settings, SystemClock};
 use frontier_game_session::storage::MovesWrite;
 use frontier_game_session::store::{GameStore, OutboxJob, RedisStore, Write};
+use frontier_platform::envelope::{Envelope, EventMetadata};
 use frontier_platform::{GameId, Namespace, PlayerId};
 use frontier_protocol::{GameEvent, ServerMessage};
 use frontier_rules::{Audience, Color, Layout, Variant};
@@ -23,12 +24,21 @@ async fn real_service(ns: &Namespace) -> GameService<RedisStore, NatsBus> {
 }
 
 async fn real_service_with(ns: &Namespace, settings: Settings) -> GameService<RedisStore, NatsBus> {
+    real_service_publishing(ns, settings, EventMetadata::default()).await
+}
+
+async fn real_service_publishing(
+    ns: &Namespace,
+    settings: Settings,
+    metadata: EventMetadata,
+) -> GameService<RedisStore, NatsBus> {
     let store = RedisStore::connect(&frontier_testkit::redis_url(), ns.clone())
         .await
         .expect("Redis answers (run the tests with `make test`)");
     let bus = NatsBus::connect(&frontier_testkit::nats_url(), ns.clone())
         .await
-        .expect("NATS with JetStream answers (run the tests with `make test`)");
+        .expect("NATS with JetStream answers (run the tests with `make test`)")
+        .with_event_metadata(metadata);
     GameService::new(
         store,
         bus,
@@ -319,8 +329,19 @@ async fn an_instance_behind_on_a_game_decides_again_on_the_stored_state() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn identities_travel_only_on_the_entitled_subject_and_finished_games_reach_the_stream_once() {
+    identities_travel_only_on_the_entitled_subject(EventMetadata::Headers).await;
+}
+
+/// The same with each event's metadata in an envelope in front of its frame
+/// (`--event-metadata payload`): no event headers, and the frames are the same.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_the_metadata_in_the_payload_identities_travel_only_on_the_entitled_subject() {
+    identities_travel_only_on_the_entitled_subject(EventMetadata::Payload).await;
+}
+
+async fn identities_travel_only_on_the_entitled_subject(metadata: EventMetadata) {
     let ns = Namespace::new(&frontier_testkit::unique_namespace()).expect("valid");
-    let svc = real_service(&ns).await;
+    let svc = real_service_publishing(&ns, Settings::default(), metadata).await;
     let client = async_nats::connect(frontier_testkit::nats_url())
         .await
         .expect("NATS");
@@ -372,21 +393,32 @@ async fn identities_travel_only_on_the_entitled_subject_and_finished_games_reach
                 .await
                 .expect("events arrive")
                 .expect("subscription open");
-            let header = msg
-                .headers
-                .as_ref()
-                .and_then(|h| h.get(frontier_game_session::bus::VERSION_HEADER))
-                .map(|v| v.as_str().to_owned());
-            let frame: ServerMessage = serde_json::from_slice(&msg.payload).expect("json");
+            let header = |name: &str| {
+                msg.headers
+                    .as_ref()
+                    .and_then(|h| h.get(name))
+                    .map(|v| v.as_str().to_owned())
+            };
+            let version_header = header(frontier_game_session::bus::VERSION_HEADER);
+            let ended_header = header(frontier_game_session::bus::ENDED_HEADER);
+            let (meta_version, ended, payload) = match metadata {
+                EventMetadata::Headers => (
+                    version_header.and_then(|v| v.parse::<u64>().ok()),
+                    ended_header.is_some(),
+                    msg.payload.clone(),
+                ),
+                EventMetadata::Payload => {
+                    assert_eq!((version_header, ended_header), (None, None));
+                    let (envelope, frame) =
+                        Envelope::open(&msg.payload).expect("an envelope in front");
+                    (Some(envelope.version), envelope.ended, frame)
+                }
+            };
+            let frame: ServerMessage = serde_json::from_slice(&payload).expect("json");
             let ServerMessage::Event { version, event, .. } = frame else {
                 panic!("event frames only");
             };
-            assert_eq!(header, Some(version.to_string()));
-            let ended = msg
-                .headers
-                .as_ref()
-                .and_then(|h| h.get(frontier_game_session::bus::ENDED_HEADER))
-                .is_some();
+            assert_eq!(meta_version, Some(version));
             assert_eq!(ended, version == 6, "only the resignation ends the game");
             if let GameEvent::Move {
                 captured_identity: Some(role),

@@ -15,6 +15,7 @@ use std::sync::Mutex;
 
 use tokio::sync::broadcast;
 
+use frontier_platform::envelope::Envelope;
 use frontier_platform::names::{ENDED_HEADER, NOTICE_HEADER, VERSION_HEADER};
 
 /// One event frame with its version.
@@ -97,9 +98,10 @@ pub trait EventSource: Send + Sync + 'static {
     ) -> BoxFuture<'_, Result<BoxStream<'static, Frame>, String>>;
 }
 
-/// Events from NATS; each message's version is in its `Frontier-Version` header. A player
-/// notice (the `Frontier-Notice` header: a frame on a player subject) has no version and
-/// counts as version 0; any other message without a version is not an event and is dropped.
+/// Events from NATS; each message's version is in an envelope in front of its frame or in
+/// its `Frontier-Version` header ([`frontier_platform::envelope`]). A player notice (the
+/// `Frontier-Notice` header: a frame on a player subject) has no version and counts as
+/// version 0; any other message without a version is not an event and is dropped.
 pub struct NatsSource(pub async_nats::Client);
 
 impl EventSource for NatsSource {
@@ -114,36 +116,52 @@ impl EventSource for NatsSource {
             // empties the client's buffer; a request the server answers itself (no
             // responders) is a round trip after the SUB, on the same connection.
             server_round_trip(&self.0).await;
-            let frames = subscription.filter_map(|msg| async move {
-                let headers = msg.headers.as_ref();
-                let version = match headers.and_then(|h| h.get(VERSION_HEADER)) {
-                    Some(v) => v.as_str().parse::<u64>().ok()?,
-                    None if headers.is_some_and(|h| h.get(NOTICE_HEADER).is_some()) => 0,
-                    None => return None,
-                };
-                if let Some(at) = headers
-                    .and_then(|h| h.get(frontier_platform::names::PUBLISHED_AT_HEADER))
-                    .and_then(|v| v.as_str().parse::<u64>().ok())
-                {
-                    // Publish to receipt (clocks of two hosts: a negative span reads 0).
-                    let span = frontier_platform::names::unix_micros().saturating_sub(at);
-                    relay_stage().record(span as f64 / 1e6);
-                }
-                let context = frontier_platform::trace::extract_headers(msg.headers.as_ref());
-                let ended = msg
-                    .headers
-                    .as_ref()
-                    .is_some_and(|h| h.get(ENDED_HEADER).is_some());
-                Some(Frame {
-                    version,
-                    ended,
-                    json: msg.payload,
-                    context,
-                })
-            });
+            let frames = subscription.filter_map(|msg| async move { event_frame(msg) });
             Ok(frames.boxed())
         })
     }
+}
+
+/// The frame of a NATS message on a game or player subject, its metadata read from
+/// either form game-session writes ([`frontier_platform::envelope`]): an envelope in front
+/// of the frame, or headers.
+fn event_frame(msg: async_nats::Message) -> Option<Frame> {
+    let context = frontier_platform::trace::extract_headers(msg.headers.as_ref());
+    if let Some((envelope, json)) = Envelope::open(&msg.payload) {
+        record_relay(envelope.published_at_us);
+        return Some(Frame {
+            version: envelope.version,
+            ended: envelope.ended,
+            json,
+            context,
+        });
+    }
+    let headers = msg.headers.as_ref();
+    let version = match headers.and_then(|h| h.get(VERSION_HEADER)) {
+        Some(v) => v.as_str().parse::<u64>().ok()?,
+        None if headers.is_some_and(|h| h.get(NOTICE_HEADER).is_some()) => 0,
+        None => return None,
+    };
+    if let Some(at) = headers
+        .and_then(|h| h.get(frontier_platform::names::PUBLISHED_AT_HEADER))
+        .and_then(|v| v.as_str().parse::<u64>().ok())
+    {
+        record_relay(at);
+    }
+    let ended = headers.is_some_and(|h| h.get(ENDED_HEADER).is_some());
+    Some(Frame {
+        version,
+        ended,
+        json: msg.payload,
+        context,
+    })
+}
+
+/// The `relay` stage of an event published at `published_at_us` (Unix µs), received now.
+fn record_relay(published_at_us: u64) {
+    // Clocks of two hosts: a negative span reads 0.
+    let span = frontier_platform::names::unix_micros().saturating_sub(published_at_us);
+    relay_stage().record(span as f64 / 1e6);
 }
 
 /// A move's `relay` stage: from game-session's publish to the event's receipt here.
@@ -311,6 +329,57 @@ mod tests {
     fn queue() -> (Arc<dyn Sink>, mpsc::UnboundedReceiver<Frame>) {
         let (tx, rx) = mpsc::unbounded_channel();
         (Arc::new(Queue(tx)), rx)
+    }
+
+    fn message(payload: Bytes, headers: &[(&str, &str)]) -> async_nats::Message {
+        let mut map = async_nats::HeaderMap::new();
+        for (name, value) in headers {
+            map.insert(*name, *value);
+        }
+        async_nats::Message {
+            subject: "ns.game.1.-.-.-".into(),
+            reply: None,
+            length: payload.len(),
+            payload,
+            headers: (!headers.is_empty()).then_some(map),
+            status: None,
+            description: None,
+        }
+    }
+
+    #[test]
+    fn an_event_is_read_with_its_metadata_in_headers_or_in_an_envelope() {
+        let json = Bytes::from_static(br#"{"type":"event","version":5}"#);
+        let seen = |frame: Option<Frame>| frame.map(|f| (f.version, f.ended, f.json));
+        let from_headers = message(
+            json.clone(),
+            &[
+                (VERSION_HEADER, "5"),
+                (ENDED_HEADER, "1"),
+                (frontier_platform::names::PUBLISHED_AT_HEADER, "1"),
+            ],
+        );
+        assert_eq!(
+            seen(event_frame(from_headers)),
+            Some((5, true, json.clone()))
+        );
+        let envelope = Envelope {
+            version: 5,
+            published_at_us: 1,
+            ended: false,
+        };
+        let enveloped = message(envelope.wrap(&json), &[]);
+        assert_eq!(
+            seen(event_frame(enveloped)),
+            Some((5, false, json.clone())),
+            "the envelope is taken off: clients get the frame alone"
+        );
+        // A notice has no version; anything else without one is not an event.
+        let notice = message(json.clone(), &[(NOTICE_HEADER, "1")]);
+        assert_eq!(seen(event_frame(notice)), Some((0, false, json.clone())));
+        assert_eq!(seen(event_frame(message(json.clone(), &[]))), None);
+        let bad = message(json, &[(VERSION_HEADER, "five")]);
+        assert_eq!(seen(event_frame(bad)), None);
     }
 
     #[tokio::test]
