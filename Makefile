@@ -160,6 +160,8 @@ load-idle-cost:
 # of FLOOR_RATES moves/s over 1,000 games, FLOOR_REPEATS times, and the table of medians:
 # CPU per move of every process and the per-second p99 (figures in docs/benchmarks.md).
 # FLOOR_RATES=10 gives the idle-ish case of issue 30 (CPU per second = µs per move × 10).
+# The services take their settings from the environment: FRONTIER_STORAGE_FORMAT=2 and
+# FRONTIER_EVENT_METADATA=payload give the forms the next release writes by default.
 FLOOR ?= ../shared/floor
 FLOOR_RATES ?= 1000,2000
 FLOOR_REPEATS ?= 3
