@@ -785,6 +785,23 @@ mod tests {
         Loaded::new(live)
     }
 
+    /// White's a1 is truly a pawn, a2 a knight; Black's a7 a knight: the a-file opens, and
+    /// the a1 "rook" takes on a8 as a pawn whose promotion is then awaited. The game
+    /// against `opponent`, and the five moves to play on it.
+    fn promoting(opponent: Player) -> (Loaded, [(Color, &'static str); 5]) {
+        let layout = Layout::from_canonical("PNBQBRRNPPPPPPP/rbbqnrpnppppppp").expect("valid");
+        let shuffle = Shuffle::with_random_salt(layout).expect("salt");
+        let game = started(Variant::Hidden, Some(shuffle), opponent);
+        let line = [
+            (Color::White, "a2a3"),
+            (Color::Black, "a7a6"),
+            (Color::White, "a3b5"),
+            (Color::Black, "a6c5"),
+            (Color::White, "a1a8"),
+        ];
+        (game, line)
+    }
+
     fn act(loaded: &mut Loaded, seat: Color, action: Action) {
         match loaded.apply(seat, &action, 0).expect("applies") {
             Applied::Done(_) => {}
@@ -946,22 +963,14 @@ mod tests {
         game.live.draw_offer = Some(Color::Black);
         check("timed, under way", &mut game);
         // Hidden chess with captures, revealed pieces and a promotion waiting for its
-        // choice (see `a_promotion_choice_replaces_the_last_record`), against a bot whose
-        // name is long enough for its record's length to take two bytes.
-        let layout = Layout::from_canonical("PNBQBRRNPPPPPPP/rbbqnrpnppppppp").expect("valid");
-        let shuffle = Shuffle::with_random_salt(layout).expect("salt");
+        // choice, against a bot whose name is long enough for its record's length to take
+        // two bytes.
         let long = Player {
             name: "b".repeat(150),
             ..Player::bot("bot".into(), BotLevel::Hard)
         };
-        let mut hidden = started(Variant::Hidden, Some(shuffle), long);
-        for (seat, uci) in [
-            (Color::White, "a2a3"),
-            (Color::Black, "a7a6"),
-            (Color::White, "a3b5"),
-            (Color::Black, "a6c5"),
-            (Color::White, "a1a8"),
-        ] {
+        let (mut hidden, line) = promoting(long);
+        for (seat, uci) in line {
             act(&mut hidden, seat, mv(uci));
         }
         check("hidden, promotion pending", &mut hidden);
@@ -1028,20 +1037,10 @@ mod tests {
 
     #[test]
     fn a_promotion_choice_replaces_the_last_record() {
-        // White's a1 is truly a pawn, a2 a knight; Black's a7 a knight: the a-file opens,
-        // and the a1 "rook" takes on a8 as a pawn whose promotion is then chosen.
-        let layout = Layout::from_canonical("PNBQBRRNPPPPPPP/rbbqnrpnppppppp").expect("valid");
-        let shuffle = Shuffle::with_random_salt(layout).expect("salt");
-        let mut game = started(Variant::Hidden, Some(shuffle), person("black"));
+        let (mut game, line) = promoting(person("black"));
         let mut list = Vec::new();
         apply(&mut list, &encode(&mut game, 2).1);
-        for (seat, uci) in [
-            (Color::White, "a2a3"),
-            (Color::Black, "a7a6"),
-            (Color::White, "a3b5"),
-            (Color::Black, "a6c5"),
-            (Color::White, "a1a8"),
-        ] {
+        for (seat, uci) in line {
             act(&mut game, seat, mv(uci));
             let write = encode(&mut game, 2).1;
             assert_eq!((write.trim_to, write.append.len()), (None, 1), "{uci}");
