@@ -38,6 +38,7 @@ mod common;
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::net::SocketAddr;
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -214,13 +215,18 @@ impl Player {
         let deadline = Instant::now() + OP_DEADLINE;
         let mut k = gw;
         let body = loop {
-            match common::post(gateways[k % gateways.len()], path, &body).await {
+            let outcome = common::post(gateways[k % gateways.len()], path, &body).await;
+            match outcome {
                 Ok((201, body)) => break body,
                 Ok((status, body)) if status != 503 && status != 500 => {
                     anyhow::bail!("{path}: {status} {body}")
                 }
-                _ => {
-                    anyhow::ensure!(Instant::now() < deadline, "{path}: no gateway answered");
+                last => {
+                    // The last answer (or error) says why, when the machine is gone.
+                    anyhow::ensure!(
+                        Instant::now() < deadline,
+                        "{path}: no gateway answered within {OP_DEADLINE:?}; the last try: {last:?}"
+                    );
                     k += 1;
                     tokio::time::sleep(Duration::from_millis(100)).await;
                 }
@@ -1337,6 +1343,7 @@ async fn under_load(disruption: Disruption) -> anyhow::Result<()> {
         settings.scale,
         logs.display()
     );
+    let tails = LogTails::new(logs.clone());
     let flags = |s: &[&str]| s.iter().map(|f| (*f).to_owned()).collect::<Vec<_>>();
     let mut service_flags = vec![
         (Service::GameSession, flags(&["--outbox-interval", "1s"])),
@@ -1390,6 +1397,16 @@ async fn under_load(disruption: Disruption) -> anyhow::Result<()> {
     let s = settings.scale;
     let tag = &uuid::Uuid::new_v4().simple().to_string()[..6];
     let mut registered = Vec::new();
+    // Registered players first, on an idle rig: a registration hashes a password on one
+    // gateway thread at a lower priority (`--hash-nice`), which waits behind the moves
+    // once the games below are running.
+    let mut rated = Vec::new();
+    for i in 0..2 * s {
+        let w = Player::new(&gateways, i, &format!("rw{tag}{i}"), true, log.clone()).await?;
+        let b = Player::new(&gateways, i + 1, &format!("rb{tag}{i}"), true, log.clone()).await?;
+        registered.extend([w.id.clone(), b.id.clone()]);
+        rated.push((w, b));
+    }
     for i in 0..4 * s {
         let variant = ["standard", "hidden", "atomic", "hidden"][i % 4];
         let w = Player::new(&gateways, i, &format!("w{i}"), false, log.clone()).await?;
@@ -1404,10 +1421,7 @@ async fn under_load(disruption: Disruption) -> anyhow::Result<()> {
             rng.next(),
         ));
     }
-    for i in 0..2 * s {
-        let w = Player::new(&gateways, i, &format!("rw{tag}{i}"), true, log.clone()).await?;
-        let b = Player::new(&gateways, i + 1, &format!("rb{tag}{i}"), true, log.clone()).await?;
-        registered.extend([w.id.clone(), b.id.clone()]);
+    for (i, (w, b)) in rated.into_iter().enumerate() {
         let variant = ["standard", "hidden"][i % 2];
         tasks.spawn(pair(ctx.clone(), w, b, variant, true, true, rng.next()));
     }
@@ -1544,8 +1558,56 @@ async fn under_load(disruption: Disruption) -> anyhow::Result<()> {
         }
     }
     anyhow::ensure!(chaos_moves > 0, "no move was played during the chaos");
+    tails.passed();
     let _ = std::fs::remove_dir_all(&logs);
     Ok(())
+}
+
+/// Prints the last lines of every process's log when a chaos run ends without passing
+/// (an early `?` included): CI keeps a test's output, not the machine's `/tmp`.
+struct LogTails {
+    dir: PathBuf,
+    passed: bool,
+}
+
+/// How many lines of each process's log a failed run prints.
+const TAIL_LINES: usize = 15;
+
+impl LogTails {
+    fn new(dir: PathBuf) -> LogTails {
+        LogTails { dir, passed: false }
+    }
+
+    fn passed(mut self) {
+        self.passed = true;
+    }
+}
+
+impl Drop for LogTails {
+    fn drop(&mut self) {
+        if self.passed {
+            return;
+        }
+        let Ok(entries) = std::fs::read_dir(&self.dir) else {
+            return;
+        };
+        let mut files: Vec<PathBuf> = entries.filter_map(|e| e.ok().map(|e| e.path())).collect();
+        files.sort();
+        for file in files {
+            let Ok(text) = std::fs::read_to_string(&file) else {
+                continue;
+            };
+            let lines: Vec<&str> = text.lines().collect();
+            println!(
+                "chaos: the last {} lines of {}:",
+                TAIL_LINES.min(lines.len()),
+                file.display()
+            );
+            for line in &lines[lines.len().saturating_sub(TAIL_LINES)..] {
+                println!("  {line}");
+            }
+        }
+    }
 }
 
 /// How many games of `namespace` have a list of move records (storage format 2).

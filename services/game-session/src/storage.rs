@@ -295,12 +295,15 @@ impl From<&Player> for games::Player {
             name: p.name.clone(),
             guest: p.guest,
             bot: p.bot,
-            bot_level: p
-                .bot_level
-                .map_or(games::BotLevel::Unspecified, bot_level_to_proto)
-                as i32,
+            bot_level: bot_level_code(p),
         }
     }
+}
+
+/// A player's bot level as stored (`BotLevel`'s number; unspecified for a person).
+fn bot_level_code(p: &Player) -> i32 {
+    p.bot_level
+        .map_or(games::BotLevel::Unspecified, bot_level_to_proto) as i32
 }
 
 impl From<games::TimeControl> for TimeControlSpec {
@@ -507,10 +510,7 @@ fn write_state(g: &LiveGame, moves: MovesAt<'_>, out: &mut Vec<u8>) {
                 wire::string(out, 2, &p.name);
                 wire::boolean(out, 3, p.guest);
                 wire::boolean(out, 4, p.bot);
-                let level = p
-                    .bot_level
-                    .map_or(games::BotLevel::Unspecified, bot_level_to_proto);
-                wire::int32(out, 5, level as i32);
+                wire::int32(out, 5, bot_level_code(p));
             });
         }
     }
