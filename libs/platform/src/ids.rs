@@ -24,6 +24,15 @@ macro_rules! id_type {
             }
         }
 
+        impl $name {
+            /// Appends the id as its `Display` writes it (hyphenated, lower case), without
+            /// the formatting machinery: keys and subjects of the move path are built so.
+            pub fn push_to(&self, out: &mut String) {
+                let mut text = [0u8; uuid::fmt::Hyphenated::LENGTH];
+                out.push_str(self.0.hyphenated().encode_lower(&mut text));
+            }
+        }
+
         impl Default for $name {
             fn default() -> Self {
                 Self::new()

@@ -123,17 +123,15 @@ impl Namespace {
 
     /// `<prefix>.game.<id>.<white>.<black>.<public>`, each audience's token as `token` says.
     fn game_subject(&self, game: &GameId, token: impl Fn(Audience) -> &'static str) -> String {
-        sized(
-            self.prefix.len() + GAME_ROOM,
-            format_args!(
-                "{}.game.{}.{}.{}.{}",
-                self.prefix,
-                game,
-                token(AUDIENCES[0]),
-                token(AUDIENCES[1]),
-                token(AUDIENCES[2])
-            ),
-        )
+        let mut subject = String::with_capacity(self.prefix.len() + GAME_ROOM);
+        subject.push_str(&self.prefix);
+        subject.push_str(".game.");
+        game.push_to(&mut subject);
+        for audience in AUDIENCES {
+            subject.push('.');
+            subject.push_str(token(audience));
+        }
+        subject
     }
 
     /// `<prefix>.games.finished`: finished-game records (JetStream).
@@ -180,15 +178,13 @@ impl Namespace {
     /// do the shard's deadline and outbox sets, so the game's compare-and-set touches one
     /// Redis Cluster slot ([`crate::redis_conn`]).
     pub fn game_state_key(&self, game: &GameId) -> String {
-        sized(
-            self.prefix.len() + GAME_ROOM,
-            format_args!(
-                "{}:{{{}}}:game:{}",
-                self.prefix,
-                Shard::of(game).tag(),
-                game
-            ),
-        )
+        let mut key = String::with_capacity(self.prefix.len() + GAME_ROOM);
+        key.push_str(&self.prefix);
+        key.push_str(":{");
+        key.push_str(Shard::of(game).tag());
+        key.push_str("}:game:");
+        game.push_to(&mut key);
+        key
     }
 
     /// A game's state, log and move-record keys at once (as [`game_state_key`],
@@ -351,18 +347,9 @@ pub fn subject_matches(pattern: &str, subject: &str) -> bool {
 }
 
 /// Room enough beside the prefix for a game's key or subject: the game id (36 bytes) and
-/// the rest (at most 30).
+/// the rest (at most 30); a key or subject of the move path is built in it without growing
+/// its buffer.
 const GAME_ROOM: usize = 66;
-
-/// `args` written into a string made with room for `capacity` bytes: a key or subject of
-/// the move path is formatted without growing its buffer (`format!` starts small).
-fn sized(capacity: usize, args: std::fmt::Arguments<'_>) -> String {
-    use std::fmt::Write as _;
-    let mut out = String::with_capacity(capacity);
-    // Writing into a `String` cannot fail.
-    let _ = out.write_fmt(args);
-    out
-}
 
 #[cfg(test)]
 mod tests {
@@ -448,6 +435,10 @@ mod tests {
         assert_eq!(
             ns.game_log_key(&id),
             "t-1:{s1-63}:game:0190c6a0-0000-7000-8000-000000000001:log"
+        );
+        assert_eq!(
+            ns.game_state_key(&id),
+            "t-1:{s1-63}:game:0190c6a0-0000-7000-8000-000000000001"
         );
         let slot = |key: String| crate::redis_conn::key_slot(key.as_bytes());
         let shard = Shard::of(&id);

@@ -5,7 +5,7 @@
 //! index order (`a1b1c1…`) or `-`. A *view* FEN shows hidden squares as their apparent role;
 //! the *server* notation (see `crate::hidden`) shows the true board.
 
-use std::fmt::{self, Write as _};
+use std::fmt;
 
 use crate::bitboard::Bitboard;
 use crate::board::{Board, hidden_start_mask, start_role};
@@ -227,12 +227,13 @@ impl Setup {
         write_castling(&self.board, self.castling, self.hidden, out);
         out.push(' ');
         match self.ep_square {
-            Some(sq) => {
-                let _ = write!(out, "{sq}");
-            }
+            Some(sq) => write_square(sq, out),
             None => out.push('-'),
         }
-        let _ = write!(out, " {} {}", self.halfmoves, self.fullmoves);
+        out.push(' ');
+        write_number(self.halfmoves, out);
+        out.push(' ');
+        write_number(self.fullmoves, out);
         if with_hidden {
             out.push(' ');
             write_hidden(self.hidden, out);
@@ -380,27 +381,72 @@ fn parse_hidden(s: &str) -> Result<Bitboard, FenError> {
 }
 
 pub(crate) fn write_placement(board: &Board, out: &mut String) {
-    for rank in (0..8u8).rev() {
-        let mut empty = 0u8;
-        for file in 0..8u8 {
-            match board.piece_at(Square::from_coords(File(file), Rank(rank))) {
-                Some(piece) => {
-                    if empty > 0 {
-                        out.push((b'0' + empty) as char);
-                        empty = 0;
-                    }
-                    out.push(piece.char());
-                }
-                None => empty += 1,
+    // Every square's letter, filled from the twelve piece sets (a FEN is written on every
+    // move of a live game: asking the board square by square cost most of it).
+    let mut letters = [0u8; 64];
+    for color in Color::ALL {
+        for role in Role::ALL {
+            let piece = Piece { color, role };
+            let letter = piece.char() as u8;
+            for sq in board.by_piece(piece) {
+                letters[sq.idx()] = letter;
             }
         }
-        if empty > 0 {
-            out.push((b'0' + empty) as char);
+    }
+    // 64 squares and 7 slashes at most.
+    let mut placement = [0u8; 71];
+    let mut n = 0;
+    for rank in letters.chunks_exact(8).rev() {
+        let mut empty = 0u8;
+        for &letter in rank {
+            if letter == 0 {
+                empty += 1;
+                continue;
+            }
+            if empty > 0 {
+                placement[n] = b'0' + empty;
+                n += 1;
+                empty = 0;
+            }
+            placement[n] = letter;
+            n += 1;
         }
-        if rank > 0 {
-            out.push('/');
+        if empty > 0 {
+            placement[n] = b'0' + empty;
+            n += 1;
+        }
+        placement[n] = b'/';
+        n += 1;
+    }
+    // The last rank written (the first) has no slash after it.
+    push_ascii(&placement[..n.saturating_sub(1)], out);
+}
+
+/// Appends bytes known to be ASCII.
+fn push_ascii(bytes: &[u8], out: &mut String) {
+    if let Ok(text) = std::str::from_utf8(bytes) {
+        out.push_str(text);
+    }
+}
+
+/// A square's name (`e3`), without the formatting machinery.
+fn write_square(sq: Square, out: &mut String) {
+    push_ascii(&sq.name(), out);
+}
+
+/// A counter in decimal, without the formatting machinery.
+fn write_number(mut n: u32, out: &mut String) {
+    let mut digits = [0u8; 10];
+    let mut start = digits.len();
+    loop {
+        start -= 1;
+        digits[start] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
         }
     }
+    push_ascii(&digits[start..], out);
 }
 
 /// `KQkq` for outermost rooks, the rook's file letter otherwise, `-` for none.
@@ -447,7 +493,7 @@ pub(crate) fn write_hidden(hidden: Bitboard, out: &mut String) {
         out.push('-');
     }
     for sq in hidden {
-        let _ = write!(out, "{sq}");
+        write_square(sq, out);
     }
 }
 
@@ -630,4 +676,50 @@ pub(crate) fn check_material(variant: Variant, board: &Board) -> Result<(), Posi
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// FENs written back exactly as read: every kind of placement run, both colours'
+    /// castling rights (outermost and by file), an en-passant square that can be taken,
+    /// counters of one to six digits, and hidden chess's seventh field.
+    #[test]
+    fn a_fen_is_written_back_exactly_as_read() {
+        let cases = [
+            (
+                Variant::Standard,
+                "rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1",
+            ),
+            (
+                Variant::Standard,
+                "rnbqkbnr/ppp1p1pp/8/3pPp2/8/8/PPPP1PPP/RNBQKBNR w KQkq f6 0 3",
+            ),
+            (Variant::Standard, "8/8/8/8/8/8/8/K6k b - - 99 100"),
+            (Variant::Standard, "7k/8/8/8/8/8/8/K7 w - - 12 999999"),
+            (
+                Variant::Standard,
+                "r3k1rr/ppppppp1/8/8/8/8/PPPPPPP1/R3KR1R b FQgq - 5 42",
+            ),
+            (
+                Variant::Atomic,
+                "rnb1kbnr/pppp1ppp/8/4p3/4P3/8/PPPP1PPP/RNB1KBNR w KQkq - 0 3",
+            ),
+        ];
+        for (variant, fen) in cases {
+            let position = Position::from_fen(variant, fen).expect("a valid FEN");
+            assert_eq!(position.fen(), fen, "{variant:?}");
+        }
+    }
+
+    /// A hidden chess view FEN (its seventh field lists the hidden squares) is written
+    /// back exactly as read.
+    #[test]
+    fn a_hidden_view_fen_is_written_back_exactly_as_read() {
+        let fen = "rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1 \
+                   a1b1c1d1f1g1h1a2b2c2d2e2f2g2h2a7b7c7d7e7f7g7h7a8b8c8d8f8g8h8";
+        let position = Position::from_fen(Variant::Hidden, fen).expect("a valid view FEN");
+        assert_eq!(position.fen(), fen);
+    }
 }

@@ -330,9 +330,19 @@ impl Square {
     }
 }
 
+impl Square {
+    /// Its name (`e4`) as two ASCII bytes: written straight into a buffer where a move or
+    /// a FEN is written on every move of a live game.
+    #[inline]
+    pub fn name(self) -> [u8; 2] {
+        [b'a' + (self.0 & 7), b'1' + (self.0 >> 3)]
+    }
+}
+
 impl fmt::Display for Square {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}{}", self.file().char(), self.rank().char())
+        let name = self.name();
+        f.write_str(std::str::from_utf8(&name).map_err(|_| fmt::Error)?)
     }
 }
 

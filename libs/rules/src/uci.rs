@@ -69,11 +69,19 @@ impl FromStr for UciMove {
 
 impl fmt::Display for UciMove {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}{}", self.from, self.to)?;
-        if let Some(role) = self.promotion {
-            write!(f, "{}", role.char())?;
-        }
-        Ok(())
+        // One write of at most five ASCII bytes (a move is written several times on every
+        // move of a live game: its record, its event).
+        let mut text = [0u8; 5];
+        text[..2].copy_from_slice(&self.from.name());
+        text[2..4].copy_from_slice(&self.to.name());
+        let len = match self.promotion {
+            Some(role) => {
+                text[4] = role.char() as u8;
+                5
+            }
+            None => 4,
+        };
+        f.write_str(std::str::from_utf8(&text[..len]).map_err(|_| fmt::Error)?)
     }
 }
 
@@ -142,5 +150,27 @@ impl Position {
     /// Parses and finds a legal move in one step.
     pub fn parse_uci(&self, uci: &str) -> Result<Move, MoveError> {
         self.to_move(&uci.parse()?)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every square's name, and a move with and without a promotion, written as UCI
+    /// reads them back.
+    #[test]
+    fn moves_and_squares_are_written_as_they_are_read() {
+        for file in 'a'..='h' {
+            for rank in '1'..='8' {
+                let name = format!("{file}{rank}");
+                let sq = Square::parse(&name).expect("a square");
+                assert_eq!(sq.to_string(), name);
+            }
+        }
+        for text in ["e2e4", "a7a8q", "h2h1n", "e1g1", "b7c8r", "g2h1b"] {
+            let m: UciMove = text.parse().expect("a move");
+            assert_eq!(m.to_string(), text);
+        }
     }
 }
