@@ -138,10 +138,11 @@ impl Followers {
             present: present.into_iter().collect(),
             quiet: quiet.into_iter().collect(),
         };
-        gathered
-            .present
-            .sort_unstable_by_key(|(g, c)| (g.to_string(), *c));
-        gathered.quiet.sort_unstable_by_key(|(g, _)| g.to_string());
+        // In the order of the games' ids as text: a UUID's bytes sort as its lower-case
+        // hyphenated text does, so no id is formatted (this ran once per comparison, on
+        // every follow of the gateway, every interval).
+        gathered.present.sort_unstable();
+        gathered.quiet.sort_unstable_by_key(|(g, _)| *g);
         (gathered, waiting)
     }
 
@@ -317,6 +318,44 @@ mod tests {
         // The next interval: nobody heard anything.
         let (gathered, _) = followers.gather();
         assert_eq!(gathered.quiet.len(), 2, "a and b are both quiet now");
+    }
+
+    #[test]
+    fn games_are_gathered_in_the_order_of_their_ids_as_text() {
+        let followers = Followers::default();
+        // Random (v4) ids as well as time-ordered (v7) ones: every byte varies.
+        let games: Vec<GameId> = (0..64)
+            .map(|i| {
+                if i % 2 == 0 {
+                    GameId(uuid::Uuid::new_v4())
+                } else {
+                    GameId::new()
+                }
+            })
+            .collect();
+        let follows: Vec<_> = games
+            .iter()
+            .flat_map(|&g| {
+                [
+                    fake(g, Some(Color::Black), false, Some(2)),
+                    fake(g, Some(Color::White), false, Some(1)),
+                ]
+            })
+            .collect();
+        let _guards: Vec<_> = follows
+            .iter()
+            .map(|f| followers.add(f.clone() as Arc<dyn Followed>))
+            .collect();
+        let (gathered, _) = followers.gather();
+        let mut present: Vec<(GameId, Color)> = games
+            .iter()
+            .flat_map(|&g| [(g, Color::White), (g, Color::Black)])
+            .collect();
+        present.sort_unstable_by_key(|(g, c)| (g.to_string(), *c));
+        assert_eq!(gathered.present, present);
+        let mut quiet: Vec<(GameId, u64)> = games.iter().map(|&g| (g, 1)).collect();
+        quiet.sort_unstable_by_key(|(g, _)| g.to_string());
+        assert_eq!(gathered.quiet, quiet);
     }
 
     #[test]
