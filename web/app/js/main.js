@@ -424,6 +424,9 @@ function header() {
   </header>`;
 }
 
+/** The header on screen and the markup it was drawn from (`render` keeps it while unchanged). */
+const drawnHeader = { el: null, html: '' };
+
 function renderStatus() {
   const el = $('#status');
   if (!el) return;
@@ -482,8 +485,20 @@ function render() {
   else if (route.startsWith('#/leaderboard')) screen = '<main id="main" class="leaderboard"></main>';
   else if (route.startsWith('#/moderation')) screen = '<main id="main" class="moderation"></main>';
   else screen = lobbyScreen();
-  main.innerHTML = header() + screen;
-  bindHeader();
+  // The header is drawn again only when what it shows changed: a redraw of the screen
+  // below it (a status frame after connecting, say) must not replace a select the player
+  // is choosing from (a choice made on a header being replaced was lost).
+  const head = header();
+  const top = drawnHeader.el;
+  if (top && top.parentNode === main && main.firstElementChild === top && drawnHeader.html === head) {
+    while (top.nextSibling) top.nextSibling.remove();
+    top.insertAdjacentHTML('afterend', screen);
+  } else {
+    main.innerHTML = head + screen;
+    drawnHeader.el = main.firstElementChild;
+    drawnHeader.html = head;
+    bindHeader();
+  }
   renderStatus();
   app.board = null;
   if (!app.token) bindEnter();
