@@ -744,17 +744,13 @@ impl Limits {
     /// One refresh of every held lease: Redis's time once, then for each slot set one
     /// `ZADD XX` of all its members (XX: a connection released meanwhile is not put back)
     /// and its expiry, pipelined ([`LEASE_PIPELINE`] sets a call; on a cluster, one hash
-    /// slot's sets a call).
+    /// slot's sets a call). The pipelines are written under the lock, straight from the
+    /// held sets (their ids are copied once, into the commands), and sent after it.
     pub async fn refresh_held(&self) {
         let Some(conn) = self.redis.clone() else {
             return;
         };
-        let held: Vec<(String, Vec<String>)> = self
-            .lock_held()
-            .iter()
-            .map(|(key, ids)| (key.clone(), ids.iter().cloned().collect()))
-            .collect();
-        if held.is_empty() {
+        if self.lock_held().is_empty() {
             return;
         }
         let mut time_conn = conn.clone();
@@ -770,32 +766,44 @@ impl Limits {
         };
         let lease = ms(self.args.ws_lease);
         let until = now_ms + lease;
-        let mut groups: HashMap<u16, Vec<(String, Vec<String>)>> = HashMap::new();
-        if conn.is_cluster() {
-            for (key, ids) in held {
-                let slot = frontier_platform::redis_conn::key_slot(key.as_bytes());
-                groups.entry(slot).or_default().push((key, ids));
+        let pipes = {
+            let held = self.lock_held();
+            // One pipeline in the making per hash slot (one for a single node), and the
+            // finished ones.
+            let mut open: HashMap<u16, (redis::Pipeline, usize)> = HashMap::new();
+            let mut pipes = Vec::new();
+            for (key, ids) in held.iter() {
+                let slot = if conn.is_cluster() {
+                    frontier_platform::redis_conn::key_slot(key.as_bytes())
+                } else {
+                    0
+                };
+                let (pipe, sets) = open.entry(slot).or_insert_with(|| (redis::pipe(), 0));
+                let zadd = pipe.cmd("ZADD").arg(key).arg("XX");
+                for id in ids {
+                    zadd.arg(until).arg(id);
+                }
+                pipe.ignore();
+                pipe.cmd("PEXPIRE").arg(key).arg(lease).ignore();
+                *sets += 1;
+                if *sets == LEASE_PIPELINE {
+                    pipes.push(std::mem::replace(pipe, redis::pipe()));
+                    *sets = 0;
+                }
             }
-        } else {
-            groups.insert(0, held);
-        }
-        for sets in groups.into_values() {
-            for chunk in sets.chunks(LEASE_PIPELINE) {
-                let mut pipe = redis::pipe();
-                for (key, ids) in chunk {
-                    let zadd = pipe.cmd("ZADD").arg(key).arg("XX");
-                    for id in ids {
-                        zadd.arg(until).arg(id);
-                    }
-                    pipe.ignore();
-                    pipe.cmd("PEXPIRE").arg(key).arg(lease).ignore();
-                }
-                let mut c = conn.clone();
-                match tokio::time::timeout(REDIS_TIMEOUT, pipe.query_async::<()>(&mut c)).await {
-                    Ok(Ok(())) => {}
-                    Ok(Err(e)) => limit_error("ws_refresh", &e.to_string()),
-                    Err(_) => limit_error("ws_refresh", "timed out"),
-                }
+            pipes.extend(
+                open.into_values()
+                    .filter(|(_, sets)| *sets > 0)
+                    .map(|(pipe, _)| pipe),
+            );
+            pipes
+        };
+        for pipe in pipes {
+            let mut c = conn.clone();
+            match tokio::time::timeout(REDIS_TIMEOUT, pipe.query_async::<()>(&mut c)).await {
+                Ok(Ok(())) => {}
+                Ok(Err(e)) => limit_error("ws_refresh", &e.to_string()),
+                Err(_) => limit_error("ws_refresh", "timed out"),
             }
         }
     }
