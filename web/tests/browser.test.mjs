@@ -124,7 +124,7 @@ async function player(viewport = { width: 1200, height: 900 }, { audio = false, 
       /* not JSON */
     }
   }));
-  page.on('pageerror', (e) => console.error('page error:', e.message));
+  page.on('pageerror', (e) => console.error('page error:', e.stack || e.message));
   // The client asks nothing through the browser's own dialogs (confirm(), alert()).
   page.on('dialog', (d) => {
     console.error('browser dialog:', d.message());
