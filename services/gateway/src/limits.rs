@@ -436,33 +436,6 @@ redis.call('PEXPIRE', KEYS[1], ARGV[3])
 return 1
 ";
 
-/// KEYS the slot sets of one refresh; ARGV the lease (ms), then for each set the number of
-/// its members and the members. Each set's members that are still in it (`XX`: a
-/// connection released meanwhile is not put back) hold until now + lease, and the set
-/// expires a lease from now. At most 1,000 members a `ZADD` (Lua's stack). The number of
-/// sets.
-const REFRESH_SCRIPT: &str = r"
-local lease = tonumber(ARGV[1])
-local at = now + lease
-local a = 2
-for k = 1, #KEYS do
-  local last = a + tonumber(ARGV[a])
-  a = a + 1
-  while a <= last do
-    local stop = math.min(last, a + 999)
-    local args = {}
-    for i = a, stop do
-      args[#args + 1] = at
-      args[#args + 1] = ARGV[i]
-    end
-    redis.call('ZADD', KEYS[k], 'XX', unpack(args))
-    a = stop + 1
-  end
-  redis.call('PEXPIRE', KEYS[k], lease)
-end
-return #KEYS
-";
-
 /// KEYS[1] the player's waiting boards; ARGV cap, member, ttl ms, member to drop ('' none).
 /// {'ok'} if added, else {'full', members…}.
 const WAITING_ADD_SCRIPT: &str = r"
@@ -485,7 +458,6 @@ struct Scripts {
     login_attempt: redis::Script,
     login_failed: redis::Script,
     acquire: redis::Script,
-    refresh: redis::Script,
     waiting_add: redis::Script,
 }
 
@@ -560,7 +532,7 @@ pub struct Limits {
     pub args: LimitArgs,
 }
 
-/// Slot sets refreshed per script call (a call holds Redis for about a millisecond).
+/// Slot sets refreshed per pipelined call (a call holds Redis for about a millisecond).
 const LEASE_PIPELINE: usize = 500;
 
 /// How long a waiting-board reservation holds while the board is being created.
@@ -581,7 +553,6 @@ impl Limits {
                 login_attempt: script(LOGIN_ATTEMPT_SCRIPT),
                 login_failed: script(LOGIN_FAILED_SCRIPT),
                 acquire: script(ACQUIRE_SCRIPT),
-                refresh: script(REFRESH_SCRIPT),
                 waiting_add: script(WAITING_ADD_SCRIPT),
             }),
             local: Arc::default(),
@@ -770,55 +741,70 @@ impl Limits {
         }
     }
 
-    /// One refresh of every held lease: one script call per [`LEASE_PIPELINE`] slot sets
-    /// (on a cluster, per hash slot too) renews each set's members and its expiry in Redis's
-    /// time ([`REFRESH_SCRIPT`]). The calls are written under the lock, straight from the
-    /// held sets, and sent after it. Before, each set was two pipelined commands (`ZADD XX`,
-    /// `PEXPIRE`) with a reply each, after a `TIME` of its own: most of an idle gateway's
-    /// work (docs/benchmarks.md).
+    /// One refresh of every held lease: Redis's time once, then for each slot set one
+    /// `ZADD XX` of all its members (XX: a connection released meanwhile is not put back)
+    /// and its expiry, pipelined ([`LEASE_PIPELINE`] sets a call; on a cluster, one hash
+    /// slot's sets a call). The pipelines are written under the lock, straight from the
+    /// held sets (their ids are copied once, into the commands), and sent after it.
     pub async fn refresh_held(&self) {
-        let Some(conn) = self.redis.as_ref() else {
+        let Some(conn) = self.redis.clone() else {
             return;
         };
+        if self.lock_held().is_empty() {
+            return;
+        }
+        let mut time_conn = conn.clone();
+        let now_ms = match tokio::time::timeout(
+            REDIS_TIMEOUT,
+            redis::cmd("TIME").query_async::<(u64, u64)>(&mut time_conn),
+        )
+        .await
+        {
+            Ok(Ok((secs, micros))) => secs * 1000 + micros / 1000,
+            Ok(Err(e)) => return limit_error("ws_refresh", &e.to_string()),
+            Err(_) => return limit_error("ws_refresh", "timed out"),
+        };
         let lease = ms(self.args.ws_lease);
-        let calls = {
+        let until = now_ms + lease;
+        let pipes = {
             let held = self.lock_held();
-            // One call in the making per hash slot (one for a single node), and the
+            // One pipeline in the making per hash slot (one for a single node), and the
             // finished ones.
-            let mut open: HashMap<u16, (redis::ScriptInvocation<'_>, usize)> = HashMap::new();
-            let mut calls = Vec::new();
+            let mut open: HashMap<u16, (redis::Pipeline, usize)> = HashMap::new();
+            let mut pipes = Vec::new();
             for (key, ids) in held.iter() {
                 let slot = if conn.is_cluster() {
                     frontier_platform::redis_conn::key_slot(key.as_bytes())
                 } else {
                     0
                 };
-                let (call, sets) = open.entry(slot).or_insert_with(|| {
-                    let mut call = self.scripts.refresh.prepare_invoke();
-                    call.arg(lease);
-                    (call, 0)
-                });
-                call.key(key).arg(ids.len());
+                let (pipe, sets) = open.entry(slot).or_insert_with(|| (redis::pipe(), 0));
+                let zadd = pipe.cmd("ZADD").arg(key).arg("XX");
                 for id in ids {
-                    call.arg(id);
+                    zadd.arg(until).arg(id);
                 }
+                pipe.ignore();
+                pipe.cmd("PEXPIRE").arg(key).arg(lease).ignore();
                 *sets += 1;
                 if *sets == LEASE_PIPELINE {
-                    let mut next = self.scripts.refresh.prepare_invoke();
-                    next.arg(lease);
-                    calls.push(std::mem::replace(call, next));
+                    pipes.push(std::mem::replace(pipe, redis::pipe()));
                     *sets = 0;
                 }
             }
-            calls.extend(
+            pipes.extend(
                 open.into_values()
                     .filter(|(_, sets)| *sets > 0)
-                    .map(|(call, _)| call),
+                    .map(|(pipe, _)| pipe),
             );
-            calls
+            pipes
         };
-        for call in calls {
-            let _ = self.invoke::<i64>("ws_refresh", call).await;
+        for pipe in pipes {
+            let mut c = conn.clone();
+            match tokio::time::timeout(REDIS_TIMEOUT, pipe.query_async::<()>(&mut c)).await {
+                Ok(Ok(())) => {}
+                Ok(Err(e)) => limit_error("ws_refresh", &e.to_string()),
+                Err(_) => limit_error("ws_refresh", "timed out"),
+            }
         }
     }
 
