@@ -779,12 +779,21 @@ impl Limits {
                     0
                 };
                 let (pipe, sets) = open.entry(slot).or_insert_with(|| (redis::pipe(), 0));
-                let zadd = pipe.cmd("ZADD").arg(key).arg("XX");
+                // Each command sized up front (its buffers never grow), and no reply
+                // ignored one by one (`ignore` puts every command's index in a hash set;
+                // the replies, numbers, are read and dropped together).
+                let mut zadd = redis::Cmd::with_capacity(
+                    3 + 2 * ids.len(),
+                    4 + key.len() + 2 + ids.iter().map(|id| 13 + id.len()).sum::<usize>(),
+                );
+                zadd.arg("ZADD").arg(key).arg("XX");
                 for id in ids {
                     zadd.arg(until).arg(id);
                 }
-                pipe.ignore();
-                pipe.cmd("PEXPIRE").arg(key).arg(lease).ignore();
+                pipe.add_command(zadd);
+                let mut pexpire = redis::Cmd::with_capacity(3, 7 + key.len() + 20);
+                pexpire.arg("PEXPIRE").arg(key).arg(lease);
+                pipe.add_command(pexpire);
                 *sets += 1;
                 if *sets == LEASE_PIPELINE {
                     pipes.push(std::mem::replace(pipe, redis::pipe()));

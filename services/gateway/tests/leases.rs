@@ -1,6 +1,6 @@
 //! The leases of connection slots on a real Redis: one refresh renews every slot this
-//! gateway holds — sets of more members than one `ZADD` of the script takes too — and
-//! never puts back a member that left its set meanwhile.
+//! gateway holds — more sets than one pipelined call takes, and a set of thousands of
+//! members — and never puts back a member that left its set meanwhile.
 
 use clap::Parser;
 use frontier_gateway::limits::{LimitArgs, Limits, Slot};
@@ -35,8 +35,8 @@ async fn a_refresh_renews_every_held_slot_and_puts_back_no_member_that_left() ->
         "8",
     ]);
     let limits = Limits::new(Some(redis), ns.clone(), args.limits);
-    // 2,500 connections from one address (three ZADDs' worth in the script), each of its
-    // own player.
+    // 2,500 connections from one address, each of its own player: 2,501 sets (six
+    // pipelined calls).
     let ids: Vec<String> = (0..2500).map(|i| format!("conn-{i}")).collect();
     for (i, id) in ids.iter().enumerate() {
         limits
