@@ -527,10 +527,15 @@ pub struct Limits {
     local_players: Arc<Mutex<HashMap<String, usize>>>,
     /// The slots this gateway's open connections hold (slot set key → connection ids),
     /// whose leases [`Limits::keep_leases`] refreshes together.
-    held: Arc<Mutex<HashMap<String, HashSet<String>>>>,
+    /// Shared strings: a refresh takes its snapshot under the lock by counting references,
+    /// and writes its commands after it.
+    held: Arc<Mutex<Held>>,
     /// The configuration.
     pub args: LimitArgs,
 }
+
+/// The connection slots a gateway holds: slot set key → connection ids.
+type Held = HashMap<Arc<str>, HashSet<Arc<str>>>;
 
 /// Slot sets refreshed per pipelined call (a call holds Redis for about a millisecond).
 const LEASE_PIPELINE: usize = 500;
@@ -704,15 +709,15 @@ impl Limits {
             Some(0) => Err(Refused::new(reason, Some(Duration::from_secs(1)))),
             _ => {
                 self.lock_held()
-                    .entry(key)
+                    .entry(Arc::from(key))
                     .or_default()
-                    .insert(id.to_owned());
+                    .insert(Arc::from(id));
                 Ok(())
             }
         }
     }
 
-    fn lock_held(&self) -> std::sync::MutexGuard<'_, HashMap<String, HashSet<String>>> {
+    fn lock_held(&self) -> std::sync::MutexGuard<'_, Held> {
         self.held.lock().unwrap_or_else(|p| p.into_inner())
     }
 
@@ -744,13 +749,19 @@ impl Limits {
     /// One refresh of every held lease: Redis's time once, then for each slot set one
     /// `ZADD XX` of all its members (XX: a connection released meanwhile is not put back)
     /// and its expiry, pipelined ([`LEASE_PIPELINE`] sets a call; on a cluster, one hash
-    /// slot's sets a call). The pipelines are written under the lock, straight from the
-    /// held sets (their ids are copied once, into the commands), and sent after it.
+    /// slot's sets a call). The lock is held only for a snapshot of shared strings (the
+    /// commands are written after it: connections opening and closing wait on it, on the
+    /// runtime's threads).
     pub async fn refresh_held(&self) {
         let Some(conn) = self.redis.clone() else {
             return;
         };
-        if self.lock_held().is_empty() {
+        let held: Vec<(Arc<str>, Vec<Arc<str>>)> = self
+            .lock_held()
+            .iter()
+            .map(|(key, ids)| (key.clone(), ids.iter().cloned().collect()))
+            .collect();
+        if held.is_empty() {
             return;
         }
         let mut time_conn = conn.clone();
@@ -767,12 +778,11 @@ impl Limits {
         let lease = ms(self.args.ws_lease);
         let until = now_ms + lease;
         let pipes = {
-            let held = self.lock_held();
             // One pipeline in the making per hash slot (one for a single node), and the
             // finished ones.
             let mut open: HashMap<u16, (redis::Pipeline, usize)> = HashMap::new();
             let mut pipes = Vec::new();
-            for (key, ids) in held.iter() {
+            for (key, ids) in &held {
                 let slot = if conn.is_cluster() {
                     frontier_platform::redis_conn::key_slot(key.as_bytes())
                 } else {
@@ -786,13 +796,13 @@ impl Limits {
                     3 + 2 * ids.len(),
                     4 + key.len() + 2 + ids.iter().map(|id| 13 + id.len()).sum::<usize>(),
                 );
-                zadd.arg("ZADD").arg(key).arg("XX");
+                zadd.arg("ZADD").arg(&**key).arg("XX");
                 for id in ids {
-                    zadd.arg(until).arg(id);
+                    zadd.arg(until).arg(&**id);
                 }
                 pipe.add_command(zadd);
                 let mut pexpire = redis::Cmd::with_capacity(3, 7 + key.len() + 20);
-                pexpire.arg("PEXPIRE").arg(key).arg(lease);
+                pexpire.arg("PEXPIRE").arg(&**key).arg(lease);
                 pipe.add_command(pexpire);
                 *sets += 1;
                 if *sets == LEASE_PIPELINE {
@@ -837,10 +847,10 @@ impl Limits {
             let mut held = self.lock_held();
             for (slot, subject) in slots {
                 let key = self.slot_key(*slot, subject);
-                if let Some(ids) = held.get_mut(&key) {
+                if let Some(ids) = held.get_mut(key.as_str()) {
                     ids.remove(id);
                     if ids.is_empty() {
-                        held.remove(&key);
+                        held.remove(key.as_str());
                     }
                 }
             }
