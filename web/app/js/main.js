@@ -490,7 +490,7 @@ function render() {
   // is choosing from (a choice made on a header being replaced was lost).
   const head = header();
   const top = drawnHeader.el;
-  if (top && top.parentNode === main && main.firstElementChild === top && drawnHeader.html === head) {
+  if (top && main.firstElementChild === top && drawnHeader.html === head) {
     while (top.nextSibling) top.nextSibling.remove();
     top.insertAdjacentHTML('afterend', screen);
   } else {
