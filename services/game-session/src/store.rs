@@ -1099,42 +1099,46 @@ impl GameStore for RedisStore {
         for entries in groups.values() {
             for chunk in entries.chunks(TICK_PIPELINE) {
                 let mut pipe = redis::pipe();
+                // Every reply is read, by position: the quiet games' `HGET`s are picked
+                // out from among the presence writes' replies. (`Pipeline::ignore` would
+                // file the index of every presence write in a hash set.)
+                let mut reads = Vec::new();
+                let mut commands = 0;
                 for entry in chunk {
                     match entry {
                         Tick::Present(game, color) => {
                             let key = self.ns.presence_key(game);
-                            pipe.cmd("HSET")
-                                .arg(&key)
-                                .arg(color.name())
-                                .arg(now_ms)
-                                .ignore();
+                            pipe.cmd("HSET").arg(&key).arg(color.name()).arg(now_ms);
+                            commands += 1;
                             // The record got its expiry when its follow began (`Presence`);
                             // a tick renews it only in its shard's minute of every
                             // PRESENCE_RENEW_MINUTES (days before it could run out).
                             if presence_renewal_due(game, now_ms) {
-                                pipe.cmd("EXPIRE")
-                                    .arg(&key)
-                                    .arg(PRESENCE_TTL_SECONDS)
-                                    .ignore();
+                                pipe.cmd("EXPIRE").arg(&key).arg(PRESENCE_TTL_SECONDS);
+                                commands += 1;
                             }
                         }
-                        Tick::Quiet(game, _) => {
+                        Tick::Quiet(game, relayed) => {
                             pipe.cmd("HGET").arg(self.ns.game_state_key(game)).arg("v");
+                            reads.push((commands, game, *relayed));
+                            commands += 1;
                         }
                     }
                 }
                 let mut conn = self.conn.clone();
-                let stored: Vec<Option<u64>> = pipe.query_async(&mut conn).await?;
-                let quiet = chunk.iter().filter_map(|e| match e {
-                    Tick::Quiet(game, relayed) => Some((game, relayed)),
-                    Tick::Present(..) => None,
-                });
-                behind.extend(
-                    quiet
-                        .zip(stored)
-                        .filter(|((_, relayed), stored)| stored.is_none_or(|v| v > **relayed))
-                        .map(|((game, _), _)| *game),
-                );
+                let replies: Vec<redis::Value> = pipe.query_async(&mut conn).await?;
+                if replies.len() != commands {
+                    return Err(StoreError::Backend(format!(
+                        "a tick's pipeline of {commands} commands answered {} replies",
+                        replies.len()
+                    )));
+                }
+                for (at, game, relayed) in reads {
+                    let stored: Option<u64> = redis::from_redis_value_ref(&replies[at])?;
+                    if stored.is_none_or(|v| v > relayed) {
+                        behind.push(*game);
+                    }
+                }
             }
         }
         Ok(behind)

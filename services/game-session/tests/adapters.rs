@@ -534,15 +534,31 @@ async fn the_key_layout_is_stamped_and_a_newer_one_refuses_to_start() {
 
 /// Issue #30: a gateway's tick writes every present seat's presence and names the quiet
 /// games that are further on than the version given (or gone), reading no game's state —
-/// on Redis and in memory alike.
+/// on Redis and in memory alike. On Redis a tick is pipelined, its replies read by
+/// position: the ticks here hold more entries than one pipeline, and over the sixteen
+/// minutes of the renewal cycle each presence record's expiry is renewed once, its
+/// command among the others'.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_tick_records_presence_and_names_the_games_further_on() {
     use frontier_game_session::store::MemoryStore;
     let ns = Namespace::new(&frontier_testkit::unique_namespace()).expect("valid");
-    let redis = RedisStore::connect(&frontier_testkit::redis_url(), ns)
+    let redis = RedisStore::connect(&frontier_testkit::redis_url(), ns.clone())
         .await
         .expect("Redis");
-    tick_on(&redis).await;
+    let games = tick_on(&redis).await;
+    // A tick's HSET makes a record that has none; each got its expiry in its minute.
+    let mut conn = redis.connection();
+    for game in &games {
+        let ttl: i64 = redis::cmd("TTL")
+            .arg(ns.presence_key(game))
+            .query_async(&mut conn)
+            .await
+            .expect("ttl");
+        assert!(
+            ttl > 0,
+            "{game}'s presence record has an expiry (TTL {ttl})"
+        );
+    }
     tick_on(&MemoryStore::default()).await;
 }
 
@@ -564,10 +580,13 @@ fn plain_write(game: GameId, version: u64, untimed: bool) -> Write {
     }
 }
 
-async fn tick_on<S: GameStore>(store: &S) {
+/// Ticks `store` over games at versions 1 and 2 and checks what it names and records;
+/// returns the games.
+async fn tick_on<S: GameStore>(store: &S) -> Vec<GameId> {
     let write = |game, version: u64| plain_write(game, version, false);
-    // Many games, over every shard: half at version 1, half at version 2.
-    let games: Vec<GameId> = (0..40).map(|_| GameId::new()).collect();
+    // Many games, over every shard, more entries than one pipeline takes (500): half at
+    // version 1, half at version 2.
+    let games: Vec<GameId> = (0..300).map(|_| GameId::new()).collect();
     for (i, game) in games.iter().enumerate() {
         assert!(store.compare_and_set(write(*game, 1)).await.expect("cas"));
         if i % 2 == 0 {
@@ -582,18 +601,27 @@ async fn tick_on<S: GameStore>(store: &S) {
         .iter()
         .flat_map(|g| [(*g, Color::White), (*g, Color::Black)])
         .collect();
-    let mut behind = store.tick(&present, &quiet, 1_234).await.expect("tick");
-    behind.sort_unstable_by_key(ToString::to_string);
     let mut expected: Vec<GameId> = games.iter().step_by(2).copied().collect();
     expected.push(gone);
     expected.sort_unstable_by_key(ToString::to_string);
-    assert_eq!(behind, expected, "the games at version 2, and the one gone");
+    // A tick in each minute of the sixteen of the presence records' renewal cycle.
+    let mut now_ms = 0;
+    for minute in 0..16 {
+        now_ms = minute * 60_000 + 1_234;
+        let mut behind = store.tick(&present, &quiet, now_ms).await.expect("tick");
+        behind.sort_unstable_by_key(ToString::to_string);
+        assert_eq!(
+            behind, expected,
+            "minute {minute}: the games at version 2, and the one gone"
+        );
+    }
     for game in &games {
         let seen = store.presence(game).await.expect("presence");
-        assert_eq!((seen.white, seen.black), (Some(1_234), Some(1_234)));
+        assert_eq!((seen.white, seen.black), (Some(now_ms), Some(now_ms)));
     }
     // Nothing quiet and nobody present: nothing to do, nothing behind.
     assert!(store.tick(&[], &[], 1).await.expect("tick").is_empty());
+    games
 }
 
 /// The deadline scheduled for `game` in its shard's set, if any.
