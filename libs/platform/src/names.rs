@@ -271,13 +271,12 @@ impl Namespace {
 
     /// Redis hash of when each seat of a game was last seen connected (`white`, `black`:
     /// Unix ms).
+    /// `<ns>:{<shard tag>}:game:<id>:presence`, written in place as the state's key is
+    /// (a gateway's presence tick makes one per seat present).
     pub fn presence_key(&self, game: &GameId) -> String {
-        format!(
-            "{}:{{{}}}:game:{}:presence",
-            self.prefix,
-            Shard::of(game).tag(),
-            game
-        )
+        let mut key = self.game_state_key(game);
+        key.push_str(":presence");
+        key
     }
 
     /// Redis key mapping a private board's share code to its game.
@@ -439,6 +438,10 @@ mod tests {
         assert_eq!(
             ns.game_state_key(&id),
             "t-1:{s1-63}:game:0190c6a0-0000-7000-8000-000000000001"
+        );
+        assert_eq!(
+            ns.presence_key(&id),
+            "t-1:{s1-63}:game:0190c6a0-0000-7000-8000-000000000001:presence"
         );
         let slot = |key: String| crate::redis_conn::key_slot(key.as_bytes());
         let shard = Shard::of(&id);

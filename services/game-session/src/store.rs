@@ -1098,28 +1098,37 @@ impl GameStore for RedisStore {
         let mut behind = Vec::new();
         for entries in groups.values() {
             for chunk in entries.chunks(TICK_PIPELINE) {
-                let mut pipe = redis::pipe();
-                // Every reply is read, by position: the quiet games' `HGET`s are picked
-                // out from among the presence writes' replies. (`Pipeline::ignore` would
-                // file the index of every presence write in a hash set.)
+                // Every command sized up front (its buffers never grow, as in the
+                // gateway's lease refresh), and every reply read, by position: the quiet
+                // games' `HGET`s are picked out from among the presence writes' replies.
+                // (`Pipeline::ignore` would file the index of every presence write in a
+                // hash set.)
+                let mut pipe = redis::Pipeline::with_capacity(chunk.len() + chunk.len() / 8);
                 let mut reads = Vec::new();
                 let mut commands = 0;
                 for entry in chunk {
                     match entry {
                         Tick::Present(game, color) => {
                             let key = self.ns.presence_key(game);
-                            pipe.cmd("HSET").arg(&key).arg(color.name()).arg(now_ms);
+                            let mut hset = redis::Cmd::with_capacity(4, 4 + key.len() + 5 + 20);
+                            hset.arg("HSET").arg(&key).arg(color.name()).arg(now_ms);
+                            pipe.add_command(hset);
                             commands += 1;
                             // The record got its expiry when its follow began (`Presence`);
                             // a tick renews it only in its shard's minute of every
                             // PRESENCE_RENEW_MINUTES (days before it could run out).
                             if presence_renewal_due(game, now_ms) {
-                                pipe.cmd("EXPIRE").arg(&key).arg(PRESENCE_TTL_SECONDS);
+                                let mut expire = redis::Cmd::with_capacity(3, 6 + key.len() + 20);
+                                expire.arg("EXPIRE").arg(&key).arg(PRESENCE_TTL_SECONDS);
+                                pipe.add_command(expire);
                                 commands += 1;
                             }
                         }
                         Tick::Quiet(game, relayed) => {
-                            pipe.cmd("HGET").arg(self.ns.game_state_key(game)).arg("v");
+                            let key = self.ns.game_state_key(game);
+                            let mut hget = redis::Cmd::with_capacity(3, 4 + key.len() + 1);
+                            hget.arg("HGET").arg(&key).arg("v");
+                            pipe.add_command(hget);
                             reads.push((commands, game, *relayed));
                             commands += 1;
                         }
