@@ -93,22 +93,23 @@ struct Connection<A: Accounts> {
     player_notices: Option<Following>,
 }
 
-/// The player's next notice, or never before the player authenticated. A receiver that
-/// fell behind skips what it missed (notices are at most once); a closed one stops.
-async fn next_player_notice(following: &mut Option<Following>) -> Notice {
+/// The player's next notice, handed back with the hold on them to wait for the one after;
+/// `None` once the channel closed. A receiver that fell behind skips what it missed
+/// (notices are at most once).
+async fn next_player_notice(mut following: Following) -> Option<(Notice, Following)> {
     loop {
-        let Some(f) = following else {
-            return std::future::pending().await;
-        };
-        match f.rx.recv().await {
-            Ok(notice) => return notice,
+        match following.rx.recv().await {
+            Ok(notice) => return Some((notice, following)),
             Err(broadcast::error::RecvError::Lagged(n)) => {
                 tracing::warn!(missed = n, "player notices were missed");
             }
-            Err(broadcast::error::RecvError::Closed) => *following = None,
+            Err(broadcast::error::RecvError::Closed) => return None,
         }
     }
 }
+
+/// A connection's wait for its player's next notice ([`next_player_notice`]).
+type NoticeWait = std::pin::Pin<Box<dyn Future<Output = Option<(Notice, Following)>> + Send>>;
 
 fn text(s: String) -> Message {
     Message::Text(Utf8Bytes::from(s))
@@ -245,19 +246,38 @@ pub async fn serve<A: Accounts>(socket: WebSocket, state: Arc<AppState<A>>, clie
     });
     let auth_deadline = tokio::time::sleep(state.settings.auth_timeout);
     tokio::pin!(auth_deadline);
+    // The waits for the shutdown and for the player's next notice are kept across the
+    // loop's turns: made anew on every turn, each took and gave back its place among its
+    // channel's waiters (a lock each time) for every frame the client sent (issue 29).
+    let shutting_down = state.shutdown.clone().wait_owned();
+    tokio::pin!(shutting_down);
+    let mut notices: Option<NoticeWait> = None;
     // The connection's slots are leases, refreshed with every other connection's by
     // `Limits::keep_leases`.
-    let mut player_notices = None;
     loop {
         if conn.out.is_closed() {
             break;
         }
-        if player_notices.is_none() {
-            player_notices = conn.player_notices.take();
+        if notices.is_none()
+            && let Some(following) = conn.player_notices.take()
+        {
+            notices = Some(Box::pin(next_player_notice(following)));
         }
         tokio::select! {
-            notice = next_player_notice(&mut player_notices) => conn.on_notice(notice),
-            _ = state.shutdown.wait() => {
+            next = async {
+                match notices.as_mut() {
+                    Some(wait) => wait.await,
+                    None => std::future::pending().await,
+                }
+            } => match next {
+                Some((notice, following)) => {
+                    conn.on_notice(notice);
+                    notices = Some(Box::pin(next_player_notice(following)));
+                }
+                // The channel closed: no notice comes any more.
+                None => notices = None,
+            },
+            _ = &mut shutting_down => {
                 conn.close(1001, "server shutting down");
                 break;
             }
