@@ -25,6 +25,14 @@ use crate::sessions::Sessions;
 /// Entries of each kind sent in one `Tick` (game-session takes at most 5,000).
 const TICK_CHUNK: usize = 2_000;
 
+/// A game's id as the tick's request carries it, written straight into a string of its
+/// size (not through `core::fmt`: once per entry of every tick).
+fn id_text(game: &GameId) -> String {
+    let mut text = String::with_capacity(uuid::fmt::Hyphenated::LENGTH);
+    game.push_to(&mut text);
+    text
+}
+
 /// One follow, as the tick sees it.
 pub trait Followed: Send + Sync {
     /// The game followed.
@@ -115,34 +123,39 @@ impl Followers {
     /// relayed nothing yet is told to catch up at once (there is no version to compare).
     pub fn gather(&self) -> (Gathered, Vec<Arc<dyn Followed>>) {
         let follows = self.live();
-        let mut present = HashSet::new();
-        let mut quiet: HashMap<GameId, u64> = HashMap::new();
+        // Each game's id as the number its bytes make read big-endian: it sorts as the
+        // bytes do, and so as the id's lower-case hyphenated text, and compares in an
+        // instruction where the bytes took a call.
+        let mut present = Vec::with_capacity(follows.len());
+        let mut quiet = Vec::new();
         let mut waiting = Vec::new();
         for f in follows {
             if let Some(color) = f.seat() {
-                present.insert((f.game(), color));
+                present.push((f.game().0.as_u128(), color));
             }
             if f.heard_since_last() {
                 continue;
             }
             match f.relayed() {
                 Some(v) => {
-                    let lowest = quiet.entry(f.game()).or_insert(v);
-                    *lowest = (*lowest).min(v);
+                    quiet.push((f.game().0.as_u128(), v));
                     waiting.push(f);
                 }
                 None => f.behind(),
             }
         }
-        let mut gathered = Gathered {
-            present: present.into_iter().collect(),
-            quiet: quiet.into_iter().collect(),
+        // Sorted, then each seat kept once and each game at its lowest version: no hash
+        // set or map (which hashed every follow of the gateway every interval), and the
+        // games in the order of their ids as text.
+        present.sort_unstable();
+        present.dedup();
+        quiet.sort_unstable();
+        quiet.dedup_by_key(|(game, _)| *game);
+        let game = |id: u128| GameId(uuid::Uuid::from_u128(id));
+        let gathered = Gathered {
+            present: present.into_iter().map(|(g, c)| (game(g), c)).collect(),
+            quiet: quiet.into_iter().map(|(g, v)| (game(g), v)).collect(),
         };
-        // In the order of the games' ids as text: a UUID's bytes sort as its lower-case
-        // hyphenated text does, so no id is formatted (this ran once per comparison, on
-        // every follow of the gateway, every interval).
-        gathered.present.sort_unstable();
-        gathered.quiet.sort_unstable_by_key(|(g, _)| *g);
         (gathered, waiting)
     }
 
@@ -164,7 +177,7 @@ impl Followers {
                 present: p
                     .iter()
                     .map(|(game, color)| pb::SeatPresence {
-                        game_id: game.to_string(),
+                        game_id: id_text(game),
                         seat: frontier_platform::convert::seat_of(frontier_rules::Audience::Player(
                             *color,
                         )) as i32,
@@ -173,7 +186,7 @@ impl Followers {
                 quiet: q
                     .iter()
                     .map(|(game, version)| pb::GameVersion {
-                        game_id: game.to_string(),
+                        game_id: id_text(game),
                         version: *version,
                     })
                     .collect(),
@@ -356,6 +369,17 @@ mod tests {
         let mut quiet: Vec<(GameId, u64)> = games.iter().map(|&g| (g, 1)).collect();
         quiet.sort_unstable_by_key(|(g, _)| g.to_string());
         assert_eq!(gathered.quiet, quiet);
+    }
+
+    #[test]
+    fn a_tick_writes_each_game_id_as_its_text() {
+        for game in [
+            GameId::new(),
+            GameId(uuid::Uuid::new_v4()),
+            GameId(uuid::Uuid::max()),
+        ] {
+            assert_eq!(id_text(&game), game.to_string());
+        }
     }
 
     #[test]
