@@ -14,13 +14,20 @@ a state of 552 bytes, a log entry of 250, a move record of 11, keys of ~70):
 
 - floor: `../shared/floor`'s script: HGET v, compare, HSET v s.
 - today: game-session's compare-and-set as it is (read from services/game-session/src/store.rs),
-  for a plain move: HGET v, compare, HSET v s, RPUSH log entry, RPUSH move record.
+  for a plain move in storage format 2: HGET v, compare, HSET v s, RPUSH log entry, RPUSH
+  move record.
+- format 3: a plain move in storage format 3, by game-session's script for it (`MOVE_IN_HASH`,
+  read from store.rs): HGET v, compare, one HSET of the version, state, entry, record and
+  the records' count.
 - one list: the log entry and the move record pushed to one list (HGET, HSET, RPUSH).
 - one hash: the entry and the record as fields of the game's hash (HGET, one HSET).
 - no log: no log entry stored, the move record a field of the game's hash (HGET, one HSET):
   what is left if the log were made from the move records when it is read.
 - HSETNX: the entry's field, named by the new version, as the compare itself (HSETNX), then
   one HSET of the state and the record: two calls, as the floor.
+
+Also the memory a game takes in each shape once played (`used_memory` after the calls less
+before, per game: N / 1,000 plies each).
 
 Usage: scripts/redis-cas-shapes.py [N] [ROUNDS]   (default 20000 calls, 3 rounds)
 """
@@ -47,6 +54,12 @@ def today_script():
     snippet = ("      if tonumber(at) >= 0 then redis.call('ZADD', key, at, member) "
                "else redis.call('ZREM', key, member) end\n")
     return head + snippet + tail
+
+
+def move_in_hash_script():
+    """The compare-and-set of a plain write in storage format 3, from store.rs."""
+    src = open(STORE).read()
+    return re.search(r'const MOVE_IN_HASH: &str = r#"(.*?)"#;', src, re.S).group(1)
 
 
 FLOOR = r"""
@@ -115,6 +128,11 @@ class Conn:
         return self.reply()
 
 
+def used_memory(conn):
+    info = conn.cmd("INFO", "memory").decode()
+    return int(re.search(r"used_memory:(\d+)", info).group(1))
+
+
 def free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -149,6 +167,8 @@ def main():
             ("today", today_script(), lambda g, v: [
                 "3", key[g], key[g] + ":log", key[g] + ":moves", str(v), str(v + 1), state,
                 "", "1", "-1", entry, record]),
+            ("format 3", move_in_hash_script(), lambda g, v: [
+                "1", key[g], str(v), str(v + 1), state, entry, record, str(v + 1)]),
             ("one list", ONE_LIST, lambda g, v: [
                 "2", key[g], key[g] + ":log", str(v), str(v + 1), state, entry, record]),
             ("one hash", ONE_HASH, lambda g, v: [
@@ -162,6 +182,7 @@ def main():
             for name, script, args in shapes:
                 conn.cmd("FLUSHALL")
                 sha = conn.cmd("SCRIPT", "LOAD", script).decode()
+                before = used_memory(conn)
                 version = [0] * len(ids)
                 conn.cmd("CONFIG", "RESETSTAT")
                 batch = []
@@ -180,12 +201,16 @@ def main():
                        re.finditer(r"cmdstat_(\S+):calls=(\d+),usec=(\d+)", stats)}
                 inner = {k: round(v, 2) for k, v in per.items()
                          if k in ("hget", "hset", "rpush", "hsetnx")}
-                results[name].append((per["evalsha"], inner))
+                per_game = (used_memory(conn) - before) / len(ids)
+                results[name].append((per["evalsha"], inner, per_game))
         floor = sorted(r[0] for r in results["floor"])[rounds // 2]
-        print(f"{'shape':10} {'EVALSHA us/call (median)':>26} {'/ floor':>8}  inner us/call (last round)")
+        plies = n // len(ids)
+        print(f"{'shape':10} {'EVALSHA us/call (median)':>26} {'/ floor':>8} "
+              f"{'bytes a game at ' + str(plies) + ' plies':>26}  inner us/call (last round)")
         for name, _, _ in shapes:
             med = sorted(r[0] for r in results[name])[rounds // 2]
-            print(f"{name:10} {med:26.2f} {med / floor:8.2f}  {results[name][-1][1]}")
+            mem = results[name][-1][2]
+            print(f"{name:10} {med:26.2f} {med / floor:8.2f} {mem:26.0f}  {results[name][-1][1]}")
     finally:
         proc.terminate()
         proc.wait()

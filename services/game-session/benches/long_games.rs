@@ -183,7 +183,7 @@ fn main() {
     );
     println!("| format | from ply | game-session CPU | Redis CPU | wall (one at a time) | state |");
     println!("| --- | --- | --- | --- | --- | --- |");
-    for format in [1, 2] {
+    for format in [1, 2, 3] {
         for ply in PLIES {
             let rows: Vec<Row> = (0..ROUNDS)
                 .map(|_| runtime.block_on(measure(format, ply, &line)))

@@ -75,17 +75,20 @@ pub struct PlayArgs {
     /// compare-and-set on the stored version, so several instances stay correct.
     #[arg(long, env = "FRONTIER_STATE_CACHE", default_value_t = crate::cache::DEFAULT_CAPACITY)]
     pub state_cache: usize,
-    /// The storage format games are written in (both are read): 1, which every earlier
-    /// release reads, or 2, where a game's move records are a list of their own and a move
-    /// appends one instead of rewriting the whole game (a move then costs the same at ply
-    /// 400 as at ply 20). Write 2 only once every game-session instance runs this release
-    /// or a later one: an earlier release refuses a game in format 2 (`unavailable`)
-    /// rather than rewrite what it cannot read. The next release writes 2 by default.
+    /// The storage format games are written in (all three are read): 1, which every
+    /// earlier release reads; 2, where a game's move records are a list of their own and a
+    /// move appends one instead of rewriting the whole game (a move then costs the same at
+    /// ply 400 as at ply 20); or 3, where the records and the log are fields of the game's
+    /// own hash (a move's write is two Redis calls, not four). Format 3 is for new games: a
+    /// game begun in a list goes on in format 2, and a game in format 3 stays in it. Write
+    /// a format only once every game-session instance runs a release that reads it: an
+    /// earlier release refuses a game in a newer format (`unavailable`) rather than rewrite
+    /// what it cannot read. The next release writes 2 by default.
     #[arg(
         long,
         env = "FRONTIER_STORAGE_FORMAT",
         default_value_t = crate::storage::DEFAULT_FORMAT,
-        value_parser = clap::value_parser!(u32).range(1..=2)
+        value_parser = clap::value_parser!(u32).range(1..=3)
     )]
     pub storage_format: u32,
     /// Where game events carry their metadata on NATS (version, publication time, end of

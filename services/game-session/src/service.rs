@@ -71,7 +71,7 @@ pub struct Settings {
     /// Games whose last committed state this instance keeps for their next action (0: read
     /// every action's game from the store). See [`crate::cache`].
     pub state_cache: usize,
-    /// The storage format written (`crate::storage`: 1 or 2; read: both).
+    /// The storage format written (`crate::storage`: 1, 2 or 3; read: all three).
     pub storage_format: u32,
     /// TEST ONLY (`test-hooks`): start positions (FEN) for new standard or atomic boards
     /// created without one, per variant. No client can reach it.

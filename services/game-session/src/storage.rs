@@ -44,6 +44,9 @@ pub struct Loaded {
     /// The size of the state last written or read: room enough for the next one, which
     /// differs by a few bytes.
     state_len: usize,
+    /// The format of the state last written or read (format 0 read as 1); none for a game
+    /// never stored. A game whose log is in its hash (format 3) stays in format 3.
+    format: Option<u32>,
 }
 
 impl Loaded {
@@ -54,6 +57,7 @@ impl Loaded {
             stored_moves: Vec::new(),
             listed: None,
             state_len: 0,
+            format: None,
         }
     }
 }
@@ -89,7 +93,13 @@ impl std::ops::DerefMut for Loaded {
 /// - 2: the move records are a list of their own (`game_moves_key`, one encoded
 ///   `MoveRecord` per ply) and the state holds their count, not them: a move appends one
 ///   record, and what a move costs no longer depends on how long the game is.
-pub const NEWEST: u32 = 2;
+/// - 3: as 2, but the move records and the log entries are fields of the game's own hash
+///   (`r1`… and `e1`…, with the records' count in `n`), not lists of their own: a move's
+///   compare-and-set makes two Redis calls (`HGET`, one `HSET`), not four, and a finished
+///   game has one key to expire, not three (issue 29, docs/benchmarks.md). A game's log
+///   stays where its first write put it: only a new game is written in format 3, and a
+///   game in format 3 stays in it whatever the instance writing it is told.
+pub const NEWEST: u32 = 3;
 
 /// The format written unless `--storage-format` says otherwise: 1, which every earlier
 /// release reads, so that a rolling upgrade to this release loses nothing. Once every
@@ -104,6 +114,9 @@ pub struct MovesWrite {
     pub trim_to: Option<u64>,
     /// Records (encoded `MoveRecord`s) to append after that.
     pub append: Vec<Bytes>,
+    /// Format 3: the records (and the log entries) are fields of the game's hash, which
+    /// holds this many records before the write (the count read with the state).
+    pub hashed: Option<u64>,
 }
 
 impl MovesWrite {
@@ -163,16 +176,29 @@ fn displays_as(text: &str, value: &impl std::fmt::Display) -> bool {
     std::fmt::write(&mut rest, format_args!("{value}")).is_ok() && rest.0.is_empty()
 }
 
-/// The stored bytes of a live game in `format` (1 or 2; anything else is written as 1),
-/// and what the write does to the game's list of move records.
+/// The format a game is written in when the instance is told to write `format`: a game
+/// in format 3 stays in it (its log is in its hash); only a new game starts in it (a game
+/// begun with its log in a list goes on in format 2); 1 and 2 as told; anything else 1.
+fn format_for(stored: Option<u32>, format: u32) -> u32 {
+    match (stored, format) {
+        (Some(3), _) | (None, 3) => 3,
+        (Some(_), 3) => 2,
+        (_, 2) => 2,
+        _ => 1,
+    }
+}
+
+/// The stored bytes of a live game in `format` (1, 2 or 3, as [`format_for`] settles it
+/// for this game), and what the write does to the game's move records.
 pub fn encode(loaded: &mut Loaded, format: u32) -> (Bytes, MovesWrite) {
+    let format = format_for(loaded.format, format);
     let live_moves = loaded.live.moves();
     let mut moves = std::mem::take(&mut loaded.stored_moves);
     let keep = unchanged_prefix(&moves, live_moves);
     moves.truncate(keep);
     moves.extend(live_moves[keep..].iter().map(games::MoveRecord::from));
     let mut state = Vec::with_capacity(loaded.state_len + 64);
-    let moves_write = if format == 2 {
+    let moves_write = if format >= 2 {
         let from = loaded.listed.map_or(0, |listed| listed.min(keep));
         let moves_write = MovesWrite {
             trim_to: (loaded.listed != Some(from)).then_some(from as u64),
@@ -180,8 +206,15 @@ pub fn encode(loaded: &mut Loaded, format: u32) -> (Bytes, MovesWrite) {
                 .iter()
                 .map(|m| Bytes::from(m.encode_to_vec()))
                 .collect(),
+            // A game in format 3 was read or written at this version: its count is known.
+            hashed: (format == 3).then(|| loaded.listed.unwrap_or(0) as u64),
         };
-        write_state(&loaded.live, MovesAt::List(moves.len()), &mut state);
+        let at = if format == 3 {
+            MovesAt::Hash(moves.len())
+        } else {
+            MovesAt::List(moves.len())
+        };
+        write_state(&loaded.live, at, &mut state);
         loaded.listed = Some(moves.len());
         moves_write
     } else {
@@ -192,11 +225,12 @@ pub fn encode(loaded: &mut Loaded, format: u32) -> (Bytes, MovesWrite) {
     };
     loaded.stored_moves = moves;
     loaded.state_len = state.len();
+    loaded.format = Some(format);
     (Bytes::from(state), moves_write)
 }
 
-/// A live game from its stored state and the store's list of its move records (read
-/// with it, and used only in format 2).
+/// A live game from its stored state and the store's move records (read with it, and
+/// used only in formats 2 and 3).
 pub fn decode(bytes: &[u8], listed: &[Bytes]) -> Result<Loaded, SessionError> {
     let mut stored = StoredGame::decode(bytes)
         .map_err(|e| SessionError::Corrupt(format!("stored game: {e}")))?;
@@ -205,6 +239,7 @@ pub fn decode(bytes: &[u8], listed: &[Bytes]) -> Result<Loaded, SessionError> {
     if stored.format > NEWEST {
         return Err(SessionError::NewerFormat(stored.format));
     }
+    let format = stored.format;
     let (stored_moves, listed) = if stored.format >= 2 {
         if listed.len() != stored.move_count as usize {
             return Err(SessionError::Corrupt(format!(
@@ -232,6 +267,7 @@ pub fn decode(bytes: &[u8], listed: &[Bytes]) -> Result<Loaded, SessionError> {
         stored_moves,
         listed,
         state_len: bytes.len(),
+        format: Some(format.max(1)),
     })
 }
 
@@ -484,6 +520,8 @@ enum MovesAt<'a> {
     State(&'a [games::MoveRecord]),
     /// Format 2: in the game's own list, which holds this many.
     List(usize),
+    /// Format 3: fields of the game's hash, which holds this many.
+    Hash(usize),
 }
 
 /// Writes the stored form of `g` (a `StoredGame`, as prost would encode it) into `out`,
@@ -570,6 +608,10 @@ fn write_state(g: &LiveGame, moves: MovesAt<'_>, out: &mut Vec<u8>) {
         MovesAt::State(_) => wire::uint64(out, 29, 1),
         MovesAt::List(count) => {
             wire::uint64(out, 29, 2);
+            wire::uint64(out, 30, count as u64);
+        }
+        MovesAt::Hash(count) => {
+            wire::uint64(out, 29, 3);
             wire::uint64(out, 30, count as u64);
         }
     }
@@ -883,8 +925,8 @@ mod tests {
             pending: snap.pending.map(|m| m.to_string()).unwrap_or_default(),
             outcome: snap.outcome.unwrap_or_default(),
             ply: snap.ply,
-            move_count: if format == 2 { moves.len() as u32 } else { 0 },
-            moves: if format == 2 { Vec::new() } else { moves },
+            move_count: if format >= 2 { moves.len() as u32 } else { 0 },
+            moves: if format >= 2 { Vec::new() } else { moves },
             draw_offer: color_code(g.draw_offer),
             recent_white: recent(&g.recent.white),
             recent_black: recent(&g.recent.black),
@@ -895,7 +937,7 @@ mod tests {
             commitment: info.commitment.clone(),
             start_fen: info.start_fen.clone(),
             clock: g.clock.as_ref().map(clock_to_stored),
-            format: if format == 2 { 2 } else { 1 },
+            format: format.max(1),
         }
     }
 
@@ -912,7 +954,10 @@ mod tests {
     #[test]
     fn the_state_is_written_as_prost_would_encode_it() {
         let check = |what: &str, game: &mut Loaded| {
-            for format in [1, 2, 0] {
+            for format in [1, 2, 0, 3] {
+                // Each format as a game never stored would be written in it (only such a
+                // game starts in format 3, and a game in format 3 stays in it).
+                game.format = None;
                 let expected = reference(game, format).encode_to_vec();
                 let (written, _) = encode(game, format);
                 assert_eq!(written.as_ref(), &expected[..], "{what}, format {format}");
@@ -1002,6 +1047,7 @@ mod tests {
                 MovesWrite {
                     trim_to: None,
                     append: vec![record(&two.moves()[i])],
+                    hashed: None,
                 },
                 "ply {}: one record appended, nothing rewritten",
                 i + 1
@@ -1053,6 +1099,7 @@ mod tests {
             MovesWrite {
                 trim_to: Some(4),
                 append: vec![record(&game.moves()[4])],
+                hashed: None,
             }
         );
         apply(&mut list, &write);
@@ -1079,6 +1126,7 @@ mod tests {
             MovesWrite {
                 trim_to: Some(2),
                 append: Vec::new(),
+                hashed: None,
             }
         );
         apply(&mut list, &write);
@@ -1116,6 +1164,71 @@ mod tests {
             assert_eq!(read.live.applied_action(Color::White, "w2"), Some(3));
             assert_eq!(read.live.applied_action(Color::Black, "b1"), Some(2));
         }
+    }
+
+    #[test]
+    fn only_a_new_game_starts_in_format_3_and_a_game_in_it_stays() {
+        // (format the game was read or written in, format the instance is told) → written.
+        for (stored, told, written) in [
+            (None, 3, 3),
+            (Some(3), 3, 3),
+            (Some(3), 2, 3),
+            (Some(3), 1, 3),
+            (Some(2), 3, 2),
+            (Some(1), 3, 2),
+            (None, 2, 2),
+            (Some(1), 2, 2),
+            (Some(2), 1, 1),
+            (None, 1, 1),
+            (None, 0, 1),
+            (None, 4, 1),
+        ] {
+            assert_eq!(format_for(stored, told), written, "{stored:?}, told {told}");
+        }
+        let moves = ["e2e4", "e7e5", "g1f3", "b8c6", "f1c4"];
+        let mut held = Vec::new();
+        let mut game = started(Variant::Standard, None, person("black"));
+        // A new game: its hash holds no records yet.
+        let (_, write) = encode(&mut game, 3);
+        assert_eq!((write.hashed, write.trim_to), (Some(0), Some(0)));
+        apply(&mut held, &write);
+        for (i, uci) in moves.iter().enumerate() {
+            act(&mut game, mover(i), mv(uci));
+            // Told 1 or 2 by an instance not yet on 3: a game in format 3 stays in it.
+            let told = [3, 1, 2][i % 3];
+            let (state, write) = encode(&mut game, told);
+            assert_eq!(
+                write,
+                MovesWrite {
+                    trim_to: None,
+                    append: vec![record(&game.moves()[i])],
+                    hashed: Some(i as u64),
+                },
+                "ply {}, told {told}",
+                i + 1
+            );
+            apply(&mut held, &write);
+            let stored = StoredGame::decode(state.as_ref()).expect("decodes");
+            assert_eq!((stored.format, stored.move_count), (3, i as u32 + 1));
+            assert!(stored.moves.is_empty());
+            // Read back with the records the hash holds, it is the same game, in format 3.
+            game = decode(&state, &held).expect("decodes");
+            assert_eq!(game.moves().len(), i + 1);
+            assert_eq!(game.format, Some(3));
+        }
+        // A game read in format 2 goes on in format 2 when told 3: its log is a list.
+        let mut two = started(Variant::Standard, None, person("black"));
+        let mut list = Vec::new();
+        let (state, write) = encode(&mut two, 2);
+        apply(&mut list, &write);
+        let mut two = decode(&state, &list).expect("decodes");
+        act(&mut two, mover(0), mv("e2e4"));
+        let (state, write) = encode(&mut two, 3);
+        assert_eq!(write.hashed, None);
+        assert_eq!(
+            StoredGame::decode(state.as_ref()).expect("decodes").format,
+            2
+        );
     }
 
     #[test]

@@ -115,8 +115,8 @@ pub struct Write {
     pub untimed: bool,
     /// The change leaves a bot to act: its job, put in the bot-job outbox with the change.
     pub bot_job: Option<OutboxJob>,
-    /// What the change does to the game's list of move records (storage format 2;
-    /// format 1 leaves it alone).
+    /// What the change does to the game's move records (storage formats 2 and 3; format
+    /// 1 leaves them alone).
     pub moves: crate::storage::MovesWrite,
 }
 
@@ -127,8 +127,8 @@ impl Write {
     }
 }
 
-/// A game as stored: its version, its state, and its list of move records (empty unless
-/// the state is in storage format 2), all read at once.
+/// A game as stored: its version, its state, and its move records (empty unless the
+/// state is in storage format 2 or 3), all read at once.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Stored {
     /// The version.
@@ -372,13 +372,17 @@ fn offer_of(fields: Option<Vec<Option<String>>>) -> Result<Option<RematchOffer>,
     }))
 }
 
-/// Compare-and-set of a game. KEYS: state, log, move records, then one key per option
-/// that needs one, in the options' order. ARGV: expected version, new version, state,
-/// options (a string of option letters, empty for a plain move), the number n of log
-/// entries, the length to cut the move records' list to first (-1: none; 0: remove it),
-/// then each option's arguments in the options' order, then the n log entries, then the
-/// move records to append. Options:
+/// Compare-and-set of a game. KEYS: state, log, move records (the state's alone in the
+/// hash layout, option `H`), then one key per option that needs one, in the options'
+/// order. ARGV: expected version, new version, state, options (a string of option letters,
+/// empty for a plain move), the number n of log entries, the length to cut the move
+/// records to first (-1: none; 0: remove them all), then each option's arguments in the
+/// options' order, then the n log entries, then the move records to append. Options:
 ///
+/// - `H` records-held (first when given): storage format 3, the log entries and move
+///   records are fields of the game's hash (`e<version>`, `r<index>` from 1, the records'
+///   count in `n`), which held records-held records before this write; written with the
+///   version and state in one `HSET` (no key);
 /// - `T` ttl-seconds: the game ended; its keys expire then (no key);
 /// - `D` deadline game-id: schedule the deadline (Unix ms; -1 drops it), key the shard's
 ///   deadlines (the clock contract's own snippet, `frontier_platform::deadlines`); an
@@ -386,25 +390,32 @@ fn offer_of(fields: Option<Vec<Option<String>>>) -> Result<Option<RematchOffer>,
 /// - `O` game-id: add the game to the shard's outbox of finished games;
 /// - `B` job-id job: put a bot job in the shard's bot-job outbox.
 ///
-/// A plain move passes 3 keys and 6 arguments besides its entry and record: every
-/// argument and key is a Lua string made per call, which cost a fifth of the script's
-/// time when all were passed always (issue 29, docs/benchmarks.md). The outbox, deadline
-/// and bot-job keys are the game's shard's, so every key shares the game's hash tag (one
-/// Redis Cluster slot).
+/// A plain move passes 3 keys and 6 arguments besides its entry and record (1 key and 7
+/// in the hash layout): every argument and key is a Lua string made per call, which cost
+/// a fifth of the script's time when all were passed always (issue 29,
+/// docs/benchmarks.md). Each `redis.call` costs about 2.5 µs of Redis's time, so the hash
+/// layout's one `HSET` in place of an `HSET` and two `RPUSH`es is most of what it saves.
+/// The outbox, deadline and bot-job keys are the game's shard's, so every key shares the
+/// game's hash tag (one Redis Cluster slot).
 fn cas_script() -> String {
     let head = r#"
 local current = redis.call('HGET', KEYS[1], 'v')
 if current == false then current = '0' end
 if current ~= ARGV[1] then return 0 end
-redis.call('HSET', KEYS[1], 'v', ARGV[2], 's', ARGV[3])
 local a = 7
 local ttl = 0
 local options = ARGV[4]
+local hashed = string.byte(options, 1) == 72
+local held = 0
 if options ~= '' then
   local k = 4
+  if hashed then k = 2 end
   for i = 1, #options do
     local o = string.sub(options, i, i)
-    if o == 'T' then
+    if o == 'H' then
+      held = tonumber(ARGV[a])
+      a = a + 1
+    elseif o == 'T' then
       ttl = tonumber(ARGV[a])
       a = a + 1
     elseif o == 'D' then
@@ -423,6 +434,46 @@ if options ~= '' then
     end
   end
 end
+local n = tonumber(ARGV[5])
+local trim = tonumber(ARGV[6])
+if hashed then
+  local fields = {'v', ARGV[2], 's', ARGV[3]}
+  local f = 4
+  local version = tonumber(ARGV[1])
+  local function put(name, value)
+    fields[f + 1] = name
+    fields[f + 2] = value
+    f = f + 2
+    if f >= 2000 then
+      redis.call('HSET', KEYS[1], unpack(fields, 1, f))
+      f = 0
+    end
+  end
+  for i = 0, n - 1 do
+    put('e' .. (version + 1 + i), ARGV[a + i])
+  end
+  local count = held
+  if trim >= 0 then count = trim end
+  for i = a + n, #ARGV do
+    count = count + 1
+    put('r' .. count, ARGV[i])
+  end
+  put('n', count)
+  if f > 0 then redis.call('HSET', KEYS[1], unpack(fields, 1, f)) end
+  if held > count then
+    local gone = {}
+    for i = count + 1, held do
+      gone[#gone + 1] = 'r' .. i
+      if #gone == 1000 or i == held then
+        redis.call('HDEL', KEYS[1], unpack(gone))
+        gone = {}
+      end
+    end
+  end
+  if ttl > 0 then redis.call('EXPIRE', KEYS[1], ttl) end
+  return 1
+end
+redis.call('HSET', KEYS[1], 'v', ARGV[2], 's', ARGV[3])
 local function push(key, from, to)
   while from <= to do
     local last = math.min(to, from + 999)
@@ -430,9 +481,7 @@ local function push(key, from, to)
     from = last + 1
   end
 end
-local n = tonumber(ARGV[5])
 push(KEYS[2], a, a + n - 1)
-local trim = tonumber(ARGV[6])
 if trim == 0 then
   redis.call('DEL', KEYS[3])
 elseif trim > 0 then
@@ -452,23 +501,82 @@ return 1
     )
 }
 
+/// The compare-and-set of a plain write in the hash layout (storage format 3): one log
+/// entry and at most one record appended, no option. KEYS: the game's hash. ARGV: expected
+/// version, new version, state, log entry, then (a move) its record and the records' new
+/// count. The same change as [`cas_script`]'s with option `H`, in fewer arguments: each is
+/// a Lua string made per call, and the general script's three more and its options took a
+/// fifth of its time for such a write (scripts/redis-cas-shapes.py, issue 29).
+const MOVE_IN_HASH: &str = r#"
+local current = redis.call('HGET', KEYS[1], 'v')
+if current == false then current = '0' end
+if current ~= ARGV[1] then return 0 end
+if ARGV[5] then
+  redis.call('HSET', KEYS[1], 'v', ARGV[2], 's', ARGV[3], 'e' .. ARGV[2], ARGV[4],
+    'r' .. ARGV[6], ARGV[5], 'n', ARGV[6])
+else
+  redis.call('HSET', KEYS[1], 'v', ARGV[2], 's', ARGV[3], 'e' .. ARGV[2], ARGV[4])
+end
+return 1
+"#;
+
 /// A game's version, state and move records in one atomic read: KEYS state, move
-/// records; nil for a game that is not there.
+/// records; nil for a game that is not there. The records are the hash's `r1`…`r<n>` when
+/// it has a count `n` (storage format 3), else the list's.
 const LOAD_SCRIPT: &str = r#"
-local vs = redis.call('HMGET', KEYS[1], 'v', 's')
+local vs = redis.call('HMGET', KEYS[1], 'v', 's', 'n')
 if not vs[1] or not vs[2] then return false end
-return {vs[1], vs[2], redis.call('LRANGE', KEYS[2], 0, -1)}
+if not vs[3] then
+  return {vs[1], vs[2], redis.call('LRANGE', KEYS[2], 0, -1)}
+end
+local records = {}
+local count = tonumber(vs[3])
+local from = 1
+while from <= count do
+  local names = {}
+  for i = from, math.min(count, from + 999) do names[#names + 1] = 'r' .. i end
+  local got = redis.call('HMGET', KEYS[1], unpack(names))
+  for i = 1, #got do records[#records + 1] = got[i] end
+  from = from + 1000
+end
+return {vs[1], vs[2], records}
+"#;
+
+/// Log entries `ARGV[1] + 1 ..= ARGV[1] + ARGV[2]`: KEYS state, log. The hash's fields
+/// `e<version>` when it has a record count `n` (storage format 3; up to the first missing
+/// one), else the list's.
+const LOG_SCRIPT: &str = r#"
+local after, max = tonumber(ARGV[1]), tonumber(ARGV[2])
+if redis.call('HEXISTS', KEYS[1], 'n') == 0 then
+  return redis.call('LRANGE', KEYS[2], after, after + max - 1)
+end
+local entries = {}
+local from = after + 1
+while from <= after + max do
+  local names = {}
+  for v = from, math.min(after + max, from + 999) do names[#names + 1] = 'e' .. v end
+  local got = redis.call('HMGET', KEYS[1], unpack(names))
+  for i = 1, #got do
+    if not got[i] then return entries end
+    entries[#entries + 1] = got[i]
+  end
+  from = from + 1000
+end
+return entries
 "#;
 
 /// Games in Redis: a hash per game (`v`, `s`), a list as its log, a list of its move
-/// records (storage format 2), a set per shard as the outbox. Works on one Redis or a
-/// Redis Cluster.
+/// records (storage format 2) — or, in storage format 3, the log and the records as fields
+/// of the game's hash (`e<version>`, `r<index>`, `n`) — and a set per shard as the outbox.
+/// Works on one Redis or a Redis Cluster.
 #[derive(Clone)]
 pub struct RedisStore {
     conn: RedisConn,
     ns: Namespace,
     cas: Arc<LuaScript>,
+    move_in_hash: Arc<LuaScript>,
     load_script: Arc<LuaScript>,
+    log_script: Arc<LuaScript>,
     rematch_scripts: Arc<[redis::Script; 3]>,
     deadlines: RedisDeadlines,
     ack: AckReplicas,
@@ -528,6 +636,26 @@ fn is_noscript(e: &redis::RedisError) -> bool {
 }
 
 impl RedisStore {
+    /// A plain write in the hash layout as [`MOVE_IN_HASH`] takes it.
+    fn move_in_hash_cmd(&self, write: &Write, key: &str, by_hash: bool) -> redis::Cmd {
+        let entry = write.entries.first().map_or(&[][..], |e| e.as_ref());
+        let record = write.moves.append.first();
+        let count = write.moves.hashed.unwrap_or(0) + 1;
+        let bytes =
+            5 * 20 + key.len() + write.state.len() + entry.len() + record.map_or(0, Bytes::len);
+        let mut cmd = self.move_in_hash.cmd_sized(by_hash, 8, bytes);
+        cmd.arg(1)
+            .arg(key)
+            .arg(write.expected)
+            .arg(write.version)
+            .arg(write.state.as_ref())
+            .arg(entry);
+        if let Some(record) = record {
+            cmd.arg(record.as_ref()).arg(count);
+        }
+        cmd
+    }
+
     /// Connects (and keeps reconnecting) to Redis: `urls` as
     /// [`RedisConn::connect`] takes them (a list of seeds means a cluster).
     pub async fn connect(urls: &str, ns: Namespace) -> Result<RedisStore, StoreError> {
@@ -548,7 +676,9 @@ impl RedisStore {
             conn,
             ns,
             cas: Arc::new(LuaScript::new(cas_script())),
+            move_in_hash: Arc::new(LuaScript::new(MOVE_IN_HASH.to_owned())),
             load_script: Arc::new(LuaScript::new(LOAD_SCRIPT.to_owned())),
+            log_script: Arc::new(LuaScript::new(LOG_SCRIPT.to_owned())),
             rematch_scripts: Arc::new([
                 redis::Script::new(OFFER_REMATCH),
                 redis::Script::new(ACCEPT_REMATCH),
@@ -766,12 +896,15 @@ impl GameStore for RedisStore {
 
     async fn compare_and_set(&self, write: Write) -> Result<bool, StoreError> {
         let shard = &self.shard_keys[usize::from(Shard::of(&write.game).index())];
-        let keys = self.ns.game_keys(&write.game);
         // The options (see `cas_script`), with their keys and arguments.
         let mut options = String::new();
         let mut option_keys: Vec<&str> = Vec::new();
         let mut option_args: Vec<Bytes> = Vec::new();
         let game_id = || Bytes::from(write.game.to_string());
+        if let Some(held) = write.moves.hashed {
+            options.push('H');
+            option_args.push(Bytes::from(held.to_string()));
+        }
         if let Some(ttl) = write.finished_ttl {
             options.push('T');
             option_args.push(Bytes::from(ttl.as_secs().max(1).to_string()));
@@ -793,30 +926,46 @@ impl GameStore for RedisStore {
             option_args.push(Bytes::from(job.id.clone()));
             option_args.push(job.payload.clone());
         }
-        // The room `command` needs: 10 fixed arguments (the key count, the game's 3 keys,
-        // expected and new version, state, options, entry count, trim), 5 of them numbers
-        // of at most 20 bytes each, then the options' keys and arguments, entries, records.
-        let args = 10
+        // The hash layout (storage format 3) names the game's hash alone.
+        let game_keys: Vec<String> = if write.moves.hashed.is_some() {
+            vec![self.ns.game_state_key(&write.game)]
+        } else {
+            let keys = self.ns.game_keys(&write.game);
+            vec![keys.state, keys.log, keys.moves]
+        };
+        // The room `command` needs: 7 fixed arguments besides the game's keys (the key
+        // count, expected and new version, state, options, entry count, trim), 5 of them
+        // numbers of at most 20 bytes each, then the options' keys and arguments, entries,
+        // records.
+        let args = 7
+            + game_keys.len()
             + option_keys.len()
             + option_args.len()
             + write.entries.len()
             + write.moves.append.len();
         let bytes = 5 * 20
-            + keys.state.len()
-            + keys.log.len()
-            + keys.moves.len()
+            + game_keys.iter().map(|k| k.len()).sum::<usize>()
             + option_keys.iter().map(|k| k.len()).sum::<usize>()
             + write.state.len()
             + options.len()
             + option_args.iter().map(Bytes::len).sum::<usize>()
             + write.entries.iter().map(Bytes::len).sum::<usize>()
             + write.moves.append.iter().map(Bytes::len).sum::<usize>();
+        // A plain write in the hash layout takes the script made for it.
+        let plain_in_hash = write.moves.hashed.is_some()
+            && options.len() == 1
+            && write.entries.len() == 1
+            && write.moves.trim_to.is_none()
+            && write.moves.append.len() <= 1;
         let command = |by_hash: bool| {
+            if plain_in_hash {
+                return self.move_in_hash_cmd(&write, &game_keys[0], by_hash);
+            }
             let mut cmd = self.cas.cmd_sized(by_hash, args, bytes);
-            cmd.arg(3 + option_keys.len())
-                .arg(&keys.state)
-                .arg(&keys.log)
-                .arg(&keys.moves);
+            cmd.arg(game_keys.len() + option_keys.len());
+            for key in &game_keys {
+                cmd.arg(key);
+            }
             for key in &option_keys {
                 cmd.arg(*key);
             }
@@ -897,14 +1046,19 @@ impl GameStore for RedisStore {
             return Ok(Vec::new());
         }
         let mut conn = self.conn.clone();
-        let start = after as isize;
-        let stop = start + max as isize - 1;
-        let entries: Vec<Vec<u8>> = redis::cmd("LRANGE")
-            .arg(self.ns.game_log_key(game))
-            .arg(start)
-            .arg(stop)
-            .query_async(&mut conn)
-            .await?;
+        let command = |by_hash: bool| {
+            let mut cmd = self.log_script.cmd(by_hash);
+            cmd.arg(2)
+                .arg(self.ns.game_state_key(game))
+                .arg(self.ns.game_log_key(game))
+                .arg(after)
+                .arg(max);
+            cmd
+        };
+        let entries: Vec<Vec<u8>> = match command(true).query_async(&mut conn).await {
+            Err(e) if is_noscript(&e) => command(false).query_async(&mut conn).await?,
+            other => other?,
+        };
         Ok(entries.into_iter().map(Bytes::from).collect())
     }
 

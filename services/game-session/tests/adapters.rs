@@ -673,6 +673,17 @@ async fn an_untimed_write_leaves_the_deadline_alone_and_a_timed_one_drops_it() {
 /// its own key, and a plain write after it touches none of the optional ones.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_write_with_every_option_applies_each_and_a_plain_one_none() {
+    every_option_applies_each(false).await;
+}
+
+/// The same in storage format 3, where the log and the records are fields of the game's
+/// hash: and there is then no other key of the game.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn in_the_hash_layout_a_write_with_every_option_applies_each_and_a_plain_one_none() {
+    every_option_applies_each(true).await;
+}
+
+async fn every_option_applies_each(hashed: bool) {
     let ns = Namespace::new(&frontier_testkit::unique_namespace()).expect("valid");
     let store = RedisStore::connect(&frontier_testkit::redis_url(), ns.clone())
         .await
@@ -680,6 +691,8 @@ async fn a_write_with_every_option_applies_each_and_a_plain_one_none() {
     let mut redis = store.connection();
     let game = GameId::new();
     let keys = ns.game_keys(&game);
+    // The records the game's hash holds before a write, in the hash layout.
+    let held = |n: u64| hashed.then_some(n);
     let expiring = |mut redis: frontier_platform::RedisConn| {
         let keys = keys.clone();
         async move {
@@ -689,7 +702,11 @@ async fn a_write_with_every_option_applies_each_and_a_plain_one_none() {
                     .query_async(&mut redis)
                     .await
                     .expect("ttl");
-                assert!((1..=600).contains(&ttl), "{key} expires: {ttl}");
+                if hashed && key != &keys.state {
+                    assert_eq!(ttl, -2, "{key} is never made in the hash layout");
+                } else {
+                    assert!((1..=600).contains(&ttl), "{key} expires: {ttl}");
+                }
             }
         }
     };
@@ -698,6 +715,7 @@ async fn a_write_with_every_option_applies_each_and_a_plain_one_none() {
     first.moves = MovesWrite {
         trim_to: None,
         append: vec![Bytes::from("m1"), Bytes::from("m2"), Bytes::from("m3")],
+        hashed: held(0),
     };
     assert!(store.compare_and_set(first).await.expect("cas"));
     let job = OutboxJob {
@@ -718,6 +736,7 @@ async fn a_write_with_every_option_applies_each_and_a_plain_one_none() {
         moves: MovesWrite {
             trim_to: Some(1),
             append: vec![Bytes::from("m2b"), Bytes::from("m3b")],
+            hashed: held(3),
         },
     };
     assert!(store.compare_and_set(every).await.expect("cas"));
@@ -753,6 +772,7 @@ async fn a_write_with_every_option_applies_each_and_a_plain_one_none() {
         .expect("bot outbox done");
     let mut plain = plain_write(game, 4, true);
     plain.moves.append = vec![Bytes::from("m4")];
+    plain.moves.hashed = held(3);
     assert!(store.compare_and_set(plain).await.expect("cas"));
     assert!(!store.outbox().await.expect("outbox").contains(&game));
     assert!(store.bot_outbox().await.expect("bot outbox").is_empty());
@@ -767,4 +787,136 @@ async fn a_write_with_every_option_applies_each_and_a_plain_one_none() {
         store.log_after(&game, 3, 10).await.expect("log"),
         vec![Bytes::from("e4")]
     );
+    if !hashed {
+        return;
+    }
+    // Cut to two records with none after: the two beyond are gone from the hash, which
+    // then holds the version, the state, the count, five log entries and two records.
+    let mut cut = plain_write(game, 5, true);
+    cut.moves = MovesWrite {
+        trim_to: Some(2),
+        append: Vec::new(),
+        hashed: held(4),
+    };
+    assert!(store.compare_and_set(cut).await.expect("cas"));
+    let stored = store.load(&game).await.expect("load").expect("stored");
+    assert_eq!(stored.moves, vec![Bytes::from("m1"), Bytes::from("m2b")]);
+    let mut fields: Vec<String> = redis::cmd("HKEYS")
+        .arg(&keys.state)
+        .query_async(&mut redis)
+        .await
+        .expect("hkeys");
+    fields.sort_unstable();
+    assert_eq!(
+        fields,
+        ["e1", "e2", "e3", "e4", "e5", "n", "r1", "r2", "s", "v"]
+    );
+    // The log from a version on, up to the newest; none past it.
+    assert_eq!(
+        store.log_after(&game, 3, 10).await.expect("log"),
+        vec![Bytes::from("e4"), Bytes::from("e5")]
+    );
+    assert!(store.log_after(&game, 5, 10).await.expect("log").is_empty());
+}
+
+/// Storage format 3 on real Redis, played by the service: a game made by an instance told
+/// to write 3 keeps its log and records in its hash (no other key), is played on in format
+/// 3 by an instance told 1, answers a resume from its hash's log, and expires whole.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_game_in_format_3_lives_in_its_hash_and_stays_there() {
+    use frontier_proto::gamesession::storage::v1::StoredGame;
+    use prost::Message as _;
+    let ns = Namespace::new(&frontier_testkit::unique_namespace()).expect("valid");
+    let three = real_service_with(
+        &ns,
+        Settings {
+            storage_format: 3,
+            ..Settings::default()
+        },
+    )
+    .await;
+    let one = real_service(&ns).await;
+    let line = ["e2e4", "e7e5", "g1f3", "b8c6", "f1c4", "g8f6"];
+    let white = player("w");
+    let black = player("b");
+    let (game, code, _) = three
+        .create_board(NewBoard {
+            creator: white.clone(),
+            variant: Variant::Standard,
+            color: Some(Color::White),
+            rated: false,
+            time_control: None,
+            start_fen: None,
+        })
+        .await
+        .expect("created");
+    three
+        .join_board(black.clone(), &code)
+        .await
+        .expect("joined");
+    let mut redis = three.store().connection();
+    let keys = ns.game_keys(&game);
+    for (i, uci) in line.iter().enumerate() {
+        let svc = if i % 2 == 0 { &three } else { &one };
+        let seat = if i % 2 == 0 { &white } else { &black };
+        svc.act(
+            &game,
+            &seat.id,
+            "",
+            None,
+            &Action::Move(uci.to_string(), None),
+        )
+        .await
+        .expect(uci);
+        let stored = one.store().load(&game).await.expect("load").expect("there");
+        let state = StoredGame::decode(stored.state.as_ref()).expect("decodes");
+        assert_eq!(state.format, 3, "ply {}", i + 1);
+        assert_eq!(state.move_count as usize, i + 1);
+        assert_eq!(stored.moves.len(), i + 1, "ply {}", i + 1);
+        let seen = one.view(&game, "").await.expect("view");
+        let ServerMessage::Game { game: g, .. } = serde_json::from_str(&seen.frame).expect("json")
+        else {
+            panic!("game frame");
+        };
+        let played: Vec<&str> = g.moves.iter().map(|m| m.uci.as_str()).collect();
+        assert_eq!(played, line[..=i].to_vec(), "ply {}", i + 1);
+    }
+    for key in [&keys.log, &keys.moves] {
+        let exists: i64 = redis::cmd("EXISTS")
+            .arg(key)
+            .query_async(&mut redis)
+            .await
+            .expect("exists");
+        assert_eq!(exists, 0, "{key} is not made in format 3");
+    }
+    // A player two versions behind is sent the two events from the hash's log.
+    let version = one
+        .store()
+        .load(&game)
+        .await
+        .expect("load")
+        .expect("there")
+        .version;
+    let (_, resume) = one
+        .resume(&game, &white.id, version - 2, 0)
+        .await
+        .expect("resume");
+    let frontier_game_session::service::Resume::Events(events) = resume else {
+        panic!("events, not the whole view");
+    };
+    assert_eq!(
+        events.iter().map(|e| e.version).collect::<Vec<_>>(),
+        vec![version - 1, version]
+    );
+    one.act(&game, &white.id, "", None, &Action::Resign)
+        .await
+        .expect("resign");
+    let ttl: i64 = redis::cmd("TTL")
+        .arg(&keys.state)
+        .query_async(&mut redis)
+        .await
+        .expect("ttl");
+    let limit = Settings::default().finished_ttl.as_secs() as i64;
+    assert!((1..=limit).contains(&ttl), "the game expires: {ttl}");
+    drop_stream(&ns).await;
 }
