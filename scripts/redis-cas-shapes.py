@@ -16,9 +16,11 @@ a state of 552 bytes, a log entry of 250, a move record of 11, keys of ~70):
 - today: game-session's compare-and-set as it is (read from services/game-session/src/store.rs),
   for a plain move in storage format 2: HGET v, compare, HSET v s, RPUSH log entry, RPUSH
   move record.
-- format 3: a plain move in storage format 3, by game-session's script for it (`MOVE_IN_HASH`,
-  read from store.rs): HGET v, compare, one HSET of the version, state, entry, record and
-  the records' count.
+- format 3: a plain move in storage format 3, by game-session's script for it
+  (`move_in_hash_script`, read from store.rs): HGET v, compare, one HSET of the version,
+  state, entry, record and the records' count.
+- today timed, format 3 timed: the same two with a clock's deadline scheduled (ZADD to the
+  shard's deadlines), as every move of a timed game.
 - one list: the log entry and the move record pushed to one list (HGET, HSET, RPUSH).
 - one hash: the entry and the record as fields of the game's hash (HGET, one HSET).
 - no log: no log entry stored, the move record a field of the game's hash (HGET, one HSET):
@@ -57,9 +59,13 @@ def today_script():
 
 
 def move_in_hash_script():
-    """The compare-and-set of a plain write in storage format 3, from store.rs."""
+    """The compare-and-set of a plain write in storage format 3, from store.rs (the
+    deadline snippet as in `today_script`)."""
     src = open(STORE).read()
-    return re.search(r'const MOVE_IN_HASH: &str = r#"(.*?)"#;', src, re.S).group(1)
+    head = re.search(r'let move_head = r#"(.*?)"#;', src, re.S).group(1)
+    snippet = ("  if tonumber(at) >= 0 then redis.call('ZADD', key, at, member) "
+               "else redis.call('ZREM', key, member) end\n")
+    return head + snippet + "end\nreturn 1\n"
 
 
 FLOOR = r"""
@@ -162,6 +168,7 @@ def main():
         ids = [str(uuid.uuid4()) for _ in range(1000)]
         key = [f"bench:{{s7-0}}:game:{g}" for g in ids]
         state, entry, record = b"s" * 552, b"e" * 250, b"r" * 11
+        deadlines = "bench:{s7-0}:deadlines"
         shapes = [
             ("floor", FLOOR, lambda g, v: ["1", key[g], str(v), state]),
             ("today", today_script(), lambda g, v: [
@@ -169,6 +176,12 @@ def main():
                 "", "1", "-1", entry, record]),
             ("format 3", move_in_hash_script(), lambda g, v: [
                 "1", key[g], str(v), str(v + 1), state, entry, record, str(v + 1)]),
+            ("today timed", today_script(), lambda g, v: [
+                "4", key[g], key[g] + ":log", key[g] + ":moves", deadlines, str(v), str(v + 1),
+                state, "D", "1", "-1", str(1_800_000_000_000 + v), ids[g], entry, record]),
+            ("f3 timed", move_in_hash_script(), lambda g, v: [
+                "2", key[g], deadlines, str(v), str(v + 1), state, entry, record, str(v + 1),
+                str(1_800_000_000_000 + v), ids[g]]),
             ("one list", ONE_LIST, lambda g, v: [
                 "2", key[g], key[g] + ":log", str(v), str(v + 1), state, entry, record]),
             ("one hash", ONE_HASH, lambda g, v: [

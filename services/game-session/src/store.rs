@@ -502,23 +502,33 @@ return 1
 }
 
 /// The compare-and-set of a plain write in the hash layout (storage format 3): one log
-/// entry and at most one record appended, no option. KEYS: the game's hash. ARGV: expected
-/// version, new version, state, log entry, then (a move) its record and the records' new
-/// count. The same change as [`cas_script`]'s with option `H`, in fewer arguments: each is
-/// a Lua string made per call, and the general script's three more and its options took a
-/// fifth of its time for such a write (scripts/redis-cas-shapes.py, issue 29).
-const MOVE_IN_HASH: &str = r#"
+/// entry, at most one record appended, and no option but a deadline. KEYS: the game's
+/// hash, then (a game with a clock) its shard's deadlines. ARGV: expected version, new
+/// version, state, log entry, the move's record or '' (none) and the records' new count,
+/// then (with the deadlines' key) the deadline (Unix ms; -1 drops it) and the game's id.
+/// The same change as [`cas_script`]'s with options `H` (and `D`), in fewer arguments:
+/// each is a Lua string made per call, and the general script's further ones and its
+/// option loop took a fifth of its time for such a write (scripts/redis-cas-shapes.py,
+/// issue 29).
+fn move_in_hash_script() -> String {
+    let move_head = r#"
 local current = redis.call('HGET', KEYS[1], 'v')
 if current == false then current = '0' end
 if current ~= ARGV[1] then return 0 end
-if ARGV[5] then
+if ARGV[5] ~= '' then
   redis.call('HSET', KEYS[1], 'v', ARGV[2], 's', ARGV[3], 'e' .. ARGV[2], ARGV[4],
     'r' .. ARGV[6], ARGV[5], 'n', ARGV[6])
 else
   redis.call('HSET', KEYS[1], 'v', ARGV[2], 's', ARGV[3], 'e' .. ARGV[2], ARGV[4])
 end
-return 1
+if KEYS[2] then
+  local key, at, member = KEYS[2], ARGV[7], ARGV[8]
 "#;
+    format!(
+        "{move_head}  {}end\nreturn 1\n",
+        deadlines::schedule_lua("key", "at", "member")
+    )
+}
 
 /// A game's version, state and move records in one atomic read: KEYS state, move
 /// records; nil for a game that is not there. The records are the hash's `r1`…`r<n>` when
@@ -636,22 +646,43 @@ fn is_noscript(e: &redis::RedisError) -> bool {
 }
 
 impl RedisStore {
-    /// A plain write in the hash layout as [`MOVE_IN_HASH`] takes it.
-    fn move_in_hash_cmd(&self, write: &Write, key: &str, by_hash: bool) -> redis::Cmd {
+    /// A plain write in the hash layout as [`move_in_hash_script`] takes it: `deadlines`
+    /// the shard's deadlines when the write schedules or drops one.
+    fn move_in_hash_cmd(
+        &self,
+        write: &Write,
+        key: &str,
+        deadlines: Option<&str>,
+        by_hash: bool,
+    ) -> redis::Cmd {
         let entry = write.entries.first().map_or(&[][..], |e| e.as_ref());
-        let record = write.moves.append.first();
+        let record = write.moves.append.first().map_or(&[][..], |r| r.as_ref());
         let count = write.moves.hashed.unwrap_or(0) + 1;
-        let bytes =
-            5 * 20 + key.len() + write.state.len() + entry.len() + record.map_or(0, Bytes::len);
-        let mut cmd = self.move_in_hash.cmd_sized(by_hash, 8, bytes);
-        cmd.arg(1)
-            .arg(key)
-            .arg(write.expected)
+        let bytes = 7 * 20
+            + key.len()
+            + deadlines.map_or(0, str::len)
+            + write.state.len()
+            + entry.len()
+            + record.len()
+            + 36;
+        let mut cmd = self.move_in_hash.cmd_sized(by_hash, 11, bytes);
+        cmd.arg(1 + usize::from(deadlines.is_some())).arg(key);
+        if let Some(deadlines) = deadlines {
+            cmd.arg(deadlines);
+        }
+        cmd.arg(write.expected)
             .arg(write.version)
             .arg(write.state.as_ref())
-            .arg(entry);
-        if let Some(record) = record {
-            cmd.arg(record.as_ref()).arg(count);
+            .arg(entry)
+            .arg(record);
+        if record.is_empty() {
+            cmd.arg("");
+        } else {
+            cmd.arg(count);
+        }
+        if deadlines.is_some() {
+            cmd.arg(write.deadline.unwrap_or(-1))
+                .arg(write.game.to_string());
         }
         cmd
     }
@@ -676,7 +707,7 @@ impl RedisStore {
             conn,
             ns,
             cas: Arc::new(LuaScript::new(cas_script())),
-            move_in_hash: Arc::new(LuaScript::new(MOVE_IN_HASH.to_owned())),
+            move_in_hash: Arc::new(LuaScript::new(move_in_hash_script())),
             load_script: Arc::new(LuaScript::new(LOAD_SCRIPT.to_owned())),
             log_script: Arc::new(LuaScript::new(LOG_SCRIPT.to_owned())),
             rematch_scripts: Arc::new([
@@ -951,15 +982,17 @@ impl GameStore for RedisStore {
             + option_args.iter().map(Bytes::len).sum::<usize>()
             + write.entries.iter().map(Bytes::len).sum::<usize>()
             + write.moves.append.iter().map(Bytes::len).sum::<usize>();
-        // A plain write in the hash layout takes the script made for it.
+        // A plain write in the hash layout (no option but a deadline) takes the script
+        // made for it.
         let plain_in_hash = write.moves.hashed.is_some()
-            && options.len() == 1
+            && (options == "H" || options == "HD")
             && write.entries.len() == 1
             && write.moves.trim_to.is_none()
             && write.moves.append.len() <= 1;
         let command = |by_hash: bool| {
             if plain_in_hash {
-                return self.move_in_hash_cmd(&write, &game_keys[0], by_hash);
+                let deadlines = option_keys.first().copied();
+                return self.move_in_hash_cmd(&write, &game_keys[0], deadlines, by_hash);
             }
             let mut cmd = self.cas.cmd_sized(by_hash, args, bytes);
             cmd.arg(game_keys.len() + option_keys.len());

@@ -817,6 +817,49 @@ async fn every_option_applies_each(hashed: bool) {
         vec![Bytes::from("e4"), Bytes::from("e5")]
     );
     assert!(store.log_after(&game, 5, 10).await.expect("log").is_empty());
+    // A write with no record (a draw offer's) leaves the records alone; a timed game's
+    // plain writes schedule its next deadline, and drop it when it has none.
+    let mut offer = plain_write(game, 6, true);
+    offer.moves.hashed = held(2);
+    assert!(store.compare_and_set(offer).await.expect("cas"));
+    let mut timed = plain_write(game, 7, false);
+    timed.deadline = Some(4_102_444_900_000);
+    timed.moves.append = vec![Bytes::from("m3c")];
+    timed.moves.hashed = held(2);
+    assert!(store.compare_and_set(timed).await.expect("cas"));
+    assert_eq!(
+        scheduled_deadline(&mut redis, &ns, &game).await,
+        Some(4_102_444_900_000)
+    );
+    let mut over = plain_write(game, 8, false);
+    over.moves.hashed = held(3);
+    assert!(store.compare_and_set(over).await.expect("cas"));
+    assert_eq!(scheduled_deadline(&mut redis, &ns, &game).await, None);
+    let stored = store.load(&game).await.expect("load").expect("stored");
+    assert_eq!(stored.version, 8);
+    assert_eq!(
+        stored.moves,
+        vec![Bytes::from("m1"), Bytes::from("m2b"), Bytes::from("m3c")]
+    );
+    assert_eq!(
+        store.log_after(&game, 5, 10).await.expect("log"),
+        vec![Bytes::from("e6"), Bytes::from("e7"), Bytes::from("e8")]
+    );
+    // A stale writer loses, and changes nothing.
+    let mut stale = plain_write(game, 8, true);
+    stale.moves.hashed = held(3);
+    stale.moves.append = vec![Bytes::from("stale")];
+    assert!(!store.compare_and_set(stale).await.expect("cas"));
+    assert_eq!(
+        store
+            .load(&game)
+            .await
+            .expect("load")
+            .expect("stored")
+            .moves
+            .len(),
+        3
+    );
 }
 
 /// Storage format 3 on real Redis, played by the service: a game made by an instance told
