@@ -94,7 +94,25 @@ impl Service {
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
+/// Transparent huge pages off for this process, unless `MIMALLOC_ALLOW_THP` is set (then
+/// mimalloc's own choice stands). mimalloc asks for huge pages on its memory and gives what
+/// stayed free for a second back to the kernel; touched again, such memory is faulted in a
+/// 2 MiB page at a time, zeroed whole on the thread that allocated. A periodic batch (the
+/// presence ticks) then stalled a runtime thread for milliseconds at a time, and a move
+/// waiting on it with it: with 4 KiB pages only what is touched is zeroed (issue 29,
+/// docs/benchmarks.md, "Huge pages off").
+fn no_transparent_huge_pages() {
+    if std::env::var_os("MIMALLOC_ALLOW_THP").is_some() {
+        return;
+    }
+    #[cfg(target_os = "linux")]
+    if let Err(e) = rustix::thread::disable_transparent_huge_pages(true) {
+        eprintln!("frontier: transparent huge pages stay on: {e}");
+    }
+}
+
 fn main() -> ExitCode {
+    no_transparent_huge_pages();
     let cli = Cli::parse();
     let mut builder = tokio::runtime::Builder::new_multi_thread();
     builder.enable_all();

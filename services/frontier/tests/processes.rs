@@ -725,6 +725,31 @@ async fn sigterm_stops_a_bot_worker_cleanly() -> anyhow::Result<()> {
 /// Before anything happened (no connection, no game), every service's `/metrics` already
 /// holds its process metrics and its counters at zero, so a new pod shows on dashboards and
 /// in alerts at once. Before, an idle service's `/metrics` was empty.
+/// Issue 29: every service process runs with transparent huge pages off (mimalloc's memory,
+/// given back to the kernel and touched again, was faulted in 2 MiB at a time, stalling a
+/// runtime thread). The kernel reports the process's flag in `/proc/<pid>/status`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_service_runs_with_transparent_huge_pages_off() -> anyhow::Result<()> {
+    let _one_at_a_time = ONE_AT_A_TIME.lock().await;
+    let p = Platform::start(1).await?;
+    assert!(
+        p.procs.len() >= 5,
+        "the platform's services: {}",
+        p.procs.len()
+    );
+    for proc in &p.procs {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", proc.child.id()))
+            .with_context(|| format!("{}'s status", proc.name))?;
+        let thp = status
+            .lines()
+            .find_map(|l| l.strip_prefix("THP_enabled:"))
+            .map(str::trim)
+            .with_context(|| format!("{}: the kernel reports no THP_enabled", proc.name))?;
+        assert_eq!(thp, "0", "{}: transparent huge pages off", proc.name);
+    }
+    Ok(())
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_idle_service_exports_process_metrics_and_its_counters_at_zero() -> anyhow::Result<()> {
     let _one_at_a_time = ONE_AT_A_TIME.lock().await;
