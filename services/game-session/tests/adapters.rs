@@ -56,6 +56,32 @@ async fn drop_stream(ns: &Namespace) {
     }
 }
 
+/// An untimed standard game made by White on `creator` and joined by Black on `joiner`
+/// (two instances of one namespace, or the same one twice): the game and its players.
+async fn standard_game(
+    creator: &GameService<RedisStore, NatsBus>,
+    joiner: &GameService<RedisStore, NatsBus>,
+) -> (GameId, Player, Player) {
+    let white = player("w");
+    let black = player("b");
+    let (game, code, _) = creator
+        .create_board(NewBoard {
+            creator: white.clone(),
+            variant: Variant::Standard,
+            color: Some(Color::White),
+            rated: false,
+            time_control: None,
+            start_fen: None,
+        })
+        .await
+        .expect("created");
+    joiner
+        .join_board(black.clone(), &code)
+        .await
+        .expect("joined");
+    (game, white, black)
+}
+
 fn player(name: &str) -> Player {
     Player {
         id: PlayerId::new().to_string(),
@@ -146,20 +172,7 @@ async fn games_in_either_storage_format_are_played_on_by_the_other() {
     let one = real_service_with(&ns, settings(1)).await;
     let two = real_service_with(&ns, settings(2)).await;
     let line = frontier_game_session::testing::long_line(Variant::Standard, 24, 3).expect("a line");
-    let white = player("w");
-    let black = player("b");
-    let (game, code, _) = two
-        .create_board(NewBoard {
-            creator: white.clone(),
-            variant: Variant::Standard,
-            color: Some(Color::White),
-            rated: false,
-            time_control: None,
-            start_fen: None,
-        })
-        .await
-        .expect("created");
-    one.join_board(black.clone(), &code).await.expect("joined");
+    let (game, white, black) = standard_game(&two, &one).await;
     let mut redis = one.store().connection();
     let moves_key = ns.game_moves_key(&game);
     for (i, uci) in line.iter().enumerate() {
@@ -215,22 +228,7 @@ async fn two_instances_racing_on_one_game_apply_one_move() {
     let ns = Namespace::new(&frontier_testkit::unique_namespace()).expect("valid");
     let a = Arc::new(real_service(&ns).await);
     let b = Arc::new(real_service(&ns).await);
-    let white = player("w");
-    let black = player("b");
-    let (game, code, _) = a
-        .create_board(NewBoard {
-            creator: white.clone(),
-            variant: Variant::Standard,
-            color: Some(Color::White),
-            rated: false,
-            time_control: None,
-            start_fen: None,
-        })
-        .await
-        .expect("created");
-    b.join_board(black.clone(), &code)
-        .await
-        .expect("joined on the other instance");
+    let (game, white, _) = standard_game(&a, &b).await;
     // Both instances try to play a different first move for White at once.
     let (e4, d4) = (
         Action::Move("e2e4".into(), None),
@@ -261,20 +259,7 @@ async fn an_instance_behind_on_a_game_decides_again_on_the_stored_state() {
     let ns = Namespace::new(&frontier_testkit::unique_namespace()).expect("valid");
     let a = real_service(&ns).await;
     let b = real_service(&ns).await;
-    let white = player("w");
-    let black = player("b");
-    let (game, code, _) = a
-        .create_board(NewBoard {
-            creator: white.clone(),
-            variant: Variant::Standard,
-            color: Some(Color::White),
-            rated: false,
-            time_control: None,
-            start_fen: None,
-        })
-        .await
-        .expect("created");
-    a.join_board(black.clone(), &code).await.expect("joined");
+    let (game, white, black) = standard_game(&a, &a).await;
     let mv = |uci: &str| Action::Move(uci.into(), None);
     // v3 through A (A keeps v3), v4 through B.
     assert_eq!(
@@ -880,23 +865,7 @@ async fn a_game_in_format_3_lives_in_its_hash_and_stays_there() {
     .await;
     let one = real_service(&ns).await;
     let line = ["e2e4", "e7e5", "g1f3", "b8c6", "f1c4", "g8f6"];
-    let white = player("w");
-    let black = player("b");
-    let (game, code, _) = three
-        .create_board(NewBoard {
-            creator: white.clone(),
-            variant: Variant::Standard,
-            color: Some(Color::White),
-            rated: false,
-            time_control: None,
-            start_fen: None,
-        })
-        .await
-        .expect("created");
-    three
-        .join_board(black.clone(), &code)
-        .await
-        .expect("joined");
+    let (game, white, black) = standard_game(&three, &three).await;
     let mut redis = three.store().connection();
     let keys = ns.game_keys(&game);
     for (i, uci) in line.iter().enumerate() {
