@@ -161,7 +161,8 @@ load-idle-cost:
 # CPU per move of every process and the per-second p99 (figures in docs/benchmarks.md).
 # FLOOR_RATES=10 gives the idle-ish case of issue 30 (CPU per second = µs per move × 10).
 # The services take their settings from the environment: FRONTIER_STORAGE_FORMAT=2 and
-# FRONTIER_EVENT_METADATA=payload give the forms the next release writes by default.
+# FRONTIER_EVENT_METADATA=payload give the forms the next release writes by default;
+# FRONTIER_STORAGE_FORMAT=3 the log in the game's hash (docs/benchmarks.md, "Storage format 3").
 FLOOR ?= ../shared/floor
 FLOOR_RATES ?= 1000,2000
 FLOOR_REPEATS ?= 3
