@@ -645,6 +645,18 @@ fn is_noscript(e: &redis::RedisError) -> bool {
     e.kind() == redis::ErrorKind::Server(redis::ServerErrorKind::NoScript)
 }
 
+/// Runs a script's `command` by its hash, and by its text where the node does not know it.
+async fn eval<T: redis::FromRedisValue>(
+    conn: &RedisConn,
+    command: impl Fn(bool) -> redis::Cmd,
+) -> Result<T, StoreError> {
+    let mut conn = conn.clone();
+    Ok(match command(true).query_async(&mut conn).await {
+        Err(e) if is_noscript(&e) => command(false).query_async(&mut conn).await?,
+        other => other?,
+    })
+}
+
 impl RedisStore {
     /// A plain write in the hash layout as [`move_in_hash_script`] takes it: `deadlines`
     /// the shard's deadlines when the write schedules or drops one.
@@ -905,7 +917,6 @@ fn replicas_per_master_in(nodes: &str) -> u32 {
 
 impl GameStore for RedisStore {
     async fn load(&self, game: &GameId) -> Result<Option<Stored>, StoreError> {
-        let mut conn = self.conn.clone();
         let command = |by_hash: bool| {
             let mut cmd = self.load_script.cmd(by_hash);
             cmd.arg(2)
@@ -914,10 +925,7 @@ impl GameStore for RedisStore {
             cmd
         };
         type Read = Option<(u64, Vec<u8>, Vec<Vec<u8>>)>;
-        let read: Read = match command(true).query_async(&mut conn).await {
-            Err(e) if is_noscript(&e) => command(false).query_async(&mut conn).await?,
-            other => other?,
-        };
+        let read: Read = eval(&self.conn, command).await?;
         Ok(read.map(|(version, state, moves)| Stored {
             version,
             state: Bytes::from(state),
@@ -927,35 +935,47 @@ impl GameStore for RedisStore {
 
     async fn compare_and_set(&self, write: Write) -> Result<bool, StoreError> {
         let shard = &self.shard_keys[usize::from(Shard::of(&write.game).index())];
+        let deadlines = (!write.leaves_deadline_alone()).then_some(shard.deadlines.as_str());
+        // A plain write in the hash layout (one entry, at most one record, no option but a
+        // deadline) takes the script made for it, which needs none of the options below.
+        let plain_in_hash = write.moves.hashed.is_some()
+            && write.finished_ttl.is_none()
+            && !write.outbox
+            && write.bot_job.is_none()
+            && write.entries.len() == 1
+            && write.moves.trim_to.is_none()
+            && write.moves.append.len() <= 1;
         // The options (see `cas_script`), with their keys and arguments.
         let mut options = String::new();
         let mut option_keys: Vec<&str> = Vec::new();
         let mut option_args: Vec<Bytes> = Vec::new();
-        let game_id = || Bytes::from(write.game.to_string());
-        if let Some(held) = write.moves.hashed {
-            options.push('H');
-            option_args.push(Bytes::from(held.to_string()));
-        }
-        if let Some(ttl) = write.finished_ttl {
-            options.push('T');
-            option_args.push(Bytes::from(ttl.as_secs().max(1).to_string()));
-        }
-        if !write.leaves_deadline_alone() {
-            options.push('D');
-            option_keys.push(&shard.deadlines);
-            option_args.push(Bytes::from(write.deadline.unwrap_or(-1).to_string()));
-            option_args.push(game_id());
-        }
-        if write.outbox {
-            options.push('O');
-            option_keys.push(&shard.finished_outbox);
-            option_args.push(game_id());
-        }
-        if let Some(job) = &write.bot_job {
-            options.push('B');
-            option_keys.push(&shard.bot_outbox);
-            option_args.push(Bytes::from(job.id.clone()));
-            option_args.push(job.payload.clone());
+        if !plain_in_hash {
+            let game_id = || Bytes::from(write.game.to_string());
+            if let Some(held) = write.moves.hashed {
+                options.push('H');
+                option_args.push(Bytes::from(held.to_string()));
+            }
+            if let Some(ttl) = write.finished_ttl {
+                options.push('T');
+                option_args.push(Bytes::from(ttl.as_secs().max(1).to_string()));
+            }
+            if let Some(deadlines) = deadlines {
+                options.push('D');
+                option_keys.push(deadlines);
+                option_args.push(Bytes::from(write.deadline.unwrap_or(-1).to_string()));
+                option_args.push(game_id());
+            }
+            if write.outbox {
+                options.push('O');
+                option_keys.push(&shard.finished_outbox);
+                option_args.push(game_id());
+            }
+            if let Some(job) = &write.bot_job {
+                options.push('B');
+                option_keys.push(&shard.bot_outbox);
+                option_args.push(Bytes::from(job.id.clone()));
+                option_args.push(job.payload.clone());
+            }
         }
         // The hash layout (storage format 3) names the game's hash alone.
         let game_keys: Vec<String> = if write.moves.hashed.is_some() {
@@ -982,16 +1002,8 @@ impl GameStore for RedisStore {
             + option_args.iter().map(Bytes::len).sum::<usize>()
             + write.entries.iter().map(Bytes::len).sum::<usize>()
             + write.moves.append.iter().map(Bytes::len).sum::<usize>();
-        // A plain write in the hash layout (no option but a deadline) takes the script
-        // made for it.
-        let plain_in_hash = write.moves.hashed.is_some()
-            && (options == "H" || options == "HD")
-            && write.entries.len() == 1
-            && write.moves.trim_to.is_none()
-            && write.moves.append.len() <= 1;
         let command = |by_hash: bool| {
             if plain_in_hash {
-                let deadlines = option_keys.first().copied();
                 return self.move_in_hash_cmd(&write, &game_keys[0], deadlines, by_hash);
             }
             let mut cmd = self.cas.cmd_sized(by_hash, args, bytes);
@@ -1020,11 +1032,7 @@ impl GameStore for RedisStore {
             cmd
         };
         if self.ack.replicas == 0 {
-            let mut conn = self.conn.clone();
-            let applied: i64 = match command(true).query_async(&mut conn).await {
-                Err(e) if is_noscript(&e) => command(false).query_async(&mut conn).await?,
-                other => other?,
-            };
+            let applied: i64 = eval(&self.conn, command).await?;
             if applied == 1 {
                 self.nudge_if_soon(write.deadline).await;
             }
@@ -1078,7 +1086,6 @@ impl GameStore for RedisStore {
         if max == 0 {
             return Ok(Vec::new());
         }
-        let mut conn = self.conn.clone();
         let command = |by_hash: bool| {
             let mut cmd = self.log_script.cmd(by_hash);
             cmd.arg(2)
@@ -1088,10 +1095,7 @@ impl GameStore for RedisStore {
                 .arg(max);
             cmd
         };
-        let entries: Vec<Vec<u8>> = match command(true).query_async(&mut conn).await {
-            Err(e) if is_noscript(&e) => command(false).query_async(&mut conn).await?,
-            other => other?,
-        };
+        let entries: Vec<Vec<u8>> = eval(&self.conn, command).await?;
         Ok(entries.into_iter().map(Bytes::from).collect())
     }
 
