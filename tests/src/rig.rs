@@ -98,6 +98,8 @@ pub struct RigConfig {
     pub jwt_secret: String,
     /// Extra flags for every instance of a service.
     pub flags: Vec<(Service, Vec<String>)>,
+    /// Extra flags for one instance, `(service, index)`, after the service's `flags`.
+    pub instance_flags: Vec<((Service, usize), Vec<String>)>,
     /// Where each process's output goes (`<service>-<i>.log`, appended across restarts);
     /// `None`: discarded.
     pub logs: Option<PathBuf>,
@@ -241,6 +243,11 @@ impl Rig {
                 }
                 for (s, flags) in &config.flags {
                     if *s == service {
+                        args.extend(flags.iter().cloned());
+                    }
+                }
+                for (at, flags) in &config.instance_flags {
+                    if *at == (service, i) {
                         args.extend(flags.iter().cloned());
                     }
                 }

@@ -1376,6 +1376,16 @@ async fn under_load(disruption: Disruption) -> anyhow::Result<()> {
         namespace: namespace.clone(),
         jwt_secret: JWT_SECRET.to_owned(),
         flags: service_flags,
+        // Under kills, the second game-session instance writes storage format 3 and the
+        // first the default (1): a game begun on either is played on by both, so games in
+        // the hash layout and games carried from 1 to 2 meet the kills side by side
+        // (`storage::format_for`).
+        instance_flags: match disruption {
+            Disruption::Kills => {
+                vec![((Service::GameSession, 1), flags(&["--storage-format", "3"]))]
+            }
+            Disruption::RollingUpgrade => Vec::new(),
+        },
         logs: Some(logs.clone()),
     })
     .await?;
@@ -1509,9 +1519,10 @@ async fn under_load(disruption: Disruption) -> anyhow::Result<()> {
     );
     // After the upgrade game-session writes format 2: games played on have their moves
     // listed beside their state.
-    let listed = match disruption {
-        Disruption::RollingUpgrade => Some(listed_games(&redis_url, &namespace).await?),
-        Disruption::Kills => None,
+    let listed = listed_games(&redis_url, &namespace).await?;
+    let hashed = match disruption {
+        Disruption::RollingUpgrade => None,
+        Disruption::Kills => Some(hashed_games(&redis_url, &namespace).await?),
     };
     rig.stop();
     remove_streams(&nats_url, &namespace).await;
@@ -1538,23 +1549,29 @@ async fn under_load(disruption: Disruption) -> anyhow::Result<()> {
         log.violations
     );
     match disruption {
-        Disruption::Kills => anyhow::ensure!(
-            kills.values().sum::<u32>() > 0 || settings.seconds < settings.kill_every.as_secs(),
-            "nothing was killed"
-        ),
+        Disruption::Kills => {
+            anyhow::ensure!(
+                kills.values().sum::<u32>() > 0 || settings.seconds < settings.kill_every.as_secs(),
+                "nothing was killed"
+            );
+            let hashed = hashed.unwrap_or_default();
+            println!("chaos: {hashed} games in storage format 3, {listed} carried from 1 to 2");
+            anyhow::ensure!(
+                hashed > 0 && listed > 0,
+                "the game-session instance told format 3 wrote {hashed} games in it and {listed} in 2: the formats did not meet"
+            );
+        }
         Disruption::RollingUpgrade => {
             anyhow::ensure!(
                 stops as usize == rig.instances.len(),
                 "{stops} of {} instances were replaced",
                 rig.instances.len()
             );
-            if let Some(listed) = listed {
-                println!("chaos: {listed} games with their moves listed (storage format 2)");
-                anyhow::ensure!(
-                    listed > 0,
-                    "no game's moves are listed: game-session's new version did not write storage format 2"
-                );
-            }
+            println!("chaos: {listed} games with their moves listed (storage format 2)");
+            anyhow::ensure!(
+                listed > 0,
+                "no game's moves are listed: game-session's new version did not write storage format 2"
+            );
         }
     }
     anyhow::ensure!(chaos_moves > 0, "no move was played during the chaos");
@@ -1616,6 +1633,28 @@ async fn listed_games(redis_url: &str, namespace: &str) -> anyhow::Result<usize>
     Ok(keys_on_every_node(redis_url, &pattern).await?.len())
 }
 
+/// How many games of `namespace` are in storage format 3: a state hash with a record
+/// count `n`.
+async fn hashed_games(redis_url: &str, namespace: &str) -> anyhow::Result<usize> {
+    let mut states = keys_on_every_node(redis_url, &format!("{namespace}:{{*}}:game:*")).await?;
+    states.retain(|k| {
+        k.rsplit_once(":game:")
+            .is_some_and(|(_, id)| !id.contains(':'))
+    });
+    // One node or a cluster (a seed list): each read goes to the key's master.
+    let mut redis = frontier_platform::redis_conn::RedisConn::connect(redis_url, false).await?;
+    let mut hashed = 0;
+    for key in &states {
+        let has_count: bool = redis::cmd("HEXISTS")
+            .arg(key)
+            .arg("n")
+            .query_async(&mut redis)
+            .await?;
+        hashed += usize::from(has_count);
+    }
+    Ok(hashed)
+}
+
 /// The keys matching `pattern` on every node of the seed list, sorted, each once: on a
 /// cluster each master lists only the keys of its own slots (the seed list names every
 /// master).
@@ -1660,18 +1699,22 @@ async fn check(
     // One node or a cluster (a seed list): key reads go to the key's master.
     let mut redis = frontier_platform::redis_conn::RedisConn::connect(redis_url, false).await?;
     let ns = frontier_platform::Namespace::new(namespace).map_err(anyhow::Error::msg)?;
-    let log_key = |game: &str| -> anyhow::Result<String> {
-        let id: frontier_platform::GameId = game.parse()?;
-        Ok(ns.game_log_key(&id))
-    };
-
-    // 1. Every acknowledged action is in its game's log at the version its ack named.
+    // 1. Every acknowledged action is in its game's log at the version its ack named: the
+    // field `e<version>` of the game's hash in storage format 3, else the log list's entry.
     for ack in &log.acks {
-        let entry: Option<Vec<u8>> = redis::cmd("LINDEX")
-            .arg(log_key(&ack.game)?)
-            .arg(ack.version - 1)
+        let id: frontier_platform::GameId = ack.game.parse()?;
+        let mut entry: Option<Vec<u8>> = redis::cmd("HGET")
+            .arg(ns.game_state_key(&id))
+            .arg(format!("e{}", ack.version))
             .query_async(&mut redis)
             .await?;
+        if entry.is_none() {
+            entry = redis::cmd("LINDEX")
+                .arg(ns.game_log_key(&id))
+                .arg(ack.version - 1)
+                .query_async(&mut redis)
+                .await?;
+        }
         let Some(entry) = entry else {
             failures.push(format!(
                 "lost: {} acked {} at v{} of {}, not in the game's log",

@@ -800,6 +800,7 @@ async fn a_killed_gateways_leases_and_presence_lapse_as_documented() -> anyhow::
             .map(|f| (*f).to_owned())
             .collect(),
         )],
+        instance_flags: Vec::new(),
         logs: None,
     })
     .await?;

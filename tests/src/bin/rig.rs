@@ -59,6 +59,7 @@ async fn main() -> anyhow::Result<()> {
         namespace: namespace.clone(),
         jwt_secret,
         flags: Vec::new(),
+        instance_flags: Vec::new(),
         logs: logs.clone(),
     })
     .await?;
