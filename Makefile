@@ -62,6 +62,7 @@ lint:
 # them responsive.
 test: lint
 	scripts/test-services.sh $(CARGO) test --workspace -- --test-threads=3
+	python3 scripts/floor-ratios.py --self-test
 	CARGO=$(CARGO) scripts/check-release-flags.sh
 	$(MAKE) --no-print-directory browser-test
 	$(MAKE) --no-print-directory deploy-check scaling-check
@@ -158,7 +159,9 @@ load-idle-cost:
 # Side by side with ../shared/floor (the bare hops of the live path, when it is there):
 # both built in release, then alternated runs (floor, project, project, floor, …) at each
 # of FLOOR_RATES moves/s over 1,000 games, FLOOR_REPEATS times, and the table of medians:
-# CPU per move of every process and the per-second p99 (figures in docs/benchmarks.md).
+# CPU per move of every process and the per-second p99 (figures in docs/benchmarks.md),
+# then issue 29's table (scripts/floor-ratios.py): each side's medians, the ratios and
+# the targets, each said met or missed (a verdict needs three runs a side).
 # FLOOR_RATES=10 gives the idle-ish case of issue 30 (CPU per second = µs per move × 10).
 # The services take their settings from the environment: FRONTIER_STORAGE_FORMAT=2 and
 # FRONTIER_EVENT_METADATA=payload give the forms the next release writes by default;
@@ -175,7 +178,8 @@ floor-compare:
 		ln -s $${CARGO_TARGET_DIR:-$(CURDIR)/target} $$work/main/target; \
 		export CARGO_TARGET_DIR=$(FLOOR_TARGET) FRONTIER_MAIN=$$work/main FLOOR_RESULTS=$$work/results; \
 		WARM=$${WARM:-8} WINDOW=$${WINDOW:-20} python3 $(FLOOR)/bench/run.py series --rates $(FLOOR_RATES) --workers 1 --repeats $(FLOOR_REPEATS) --tag compare && \
-		python3 $(FLOOR)/bench/run.py table; echo "runs kept in $$work/results/runs.jsonl"
+		python3 $(FLOOR)/bench/run.py table && \
+		python3 scripts/floor-ratios.py $$work/results/runs.jsonl; echo "runs kept in $$work/results/runs.jsonl"
 
 load-idle:
 	$(CARGO) build --release -p frontier -p frontier-integration-tests --bin frontier --bin frontier-load
