@@ -179,7 +179,8 @@ floor-compare:
 		export CARGO_TARGET_DIR=$(FLOOR_TARGET) FRONTIER_MAIN=$$work/main FLOOR_RESULTS=$$work/results; \
 		WARM=$${WARM:-8} WINDOW=$${WINDOW:-20} python3 $(FLOOR)/bench/run.py series --rates $(FLOOR_RATES) --workers 1 --repeats $(FLOOR_REPEATS) --tag compare && \
 		python3 $(FLOOR)/bench/run.py table && \
-		python3 scripts/floor-ratios.py $$work/results/runs.jsonl; echo "runs kept in $$work/results/runs.jsonl"
+		python3 scripts/floor-ratios.py $$work/results/runs.jsonl; \
+		status=$$?; echo "runs kept in $$work/results/runs.jsonl"; exit $$status
 
 load-idle:
 	$(CARGO) build --release -p frontier -p frontier-integration-tests --bin frontier --bin frontier-load

@@ -26,15 +26,22 @@ COLUMNS = [
 MIN_RUNS = 3
 
 
-def cell(values):
-    return f"{statistics.median(values):.1f} [{min(values):.1f}–{max(values):.1f}]"
+def values(runs, f):
+    """A column's figures from these runs (a run without the figure gives none)."""
+    return [v for v in (f(r) for r in runs) if v is not None]
 
 
-def table(runs, rate, tag):
+def cell(vs):
+    if not vs:
+        return "–"
+    return f"{statistics.median(vs):.1f} [{min(vs):.1f}–{max(vs):.1f}]"
+
+
+def table(runs, rate, tag, workers):
     """The table's lines for one group, and whether every target is met (None: too few
     runs on a side to say)."""
     sides = {s: [r for r in runs if r["side"] == s] for s in ("floor", "project")}
-    head = f"at {rate:g} moves/s" + (f" (tag {tag})" if tag else "")
+    head = f"at {rate:g} moves/s, {workers} worker thread(s)" + (f" (tag {tag})" if tag else "")
     lines = [
         "| " + " | ".join([head] + [c for c, _, _ in COLUMNS]) + " |",
         "|" + "---|" * (len(COLUMNS) + 1),
@@ -42,15 +49,26 @@ def table(runs, rate, tag):
     for side, label in (("floor", "floor"), ("project", "Frontier")):
         got = sides[side]
         row = [f"{label} ({len(got)} runs)"]
-        row += [cell([f(r) for r in got]) if got else "–" for _, f, _ in COLUMNS]
+        row += [cell(values(got, f)) for _, f, _ in COLUMNS]
         lines.append("| " + " | ".join(row) + " |")
     if not sides["floor"] or not sides["project"]:
         lines.append("(one side has no runs: no ratios)")
         return lines, None
+    # A verdict, and each target said met or missed, only from enough runs on both sides
+    # (each column counting the runs that have its figure).
+    enough = all(
+        min(len(values(sides["floor"], f)), len(values(sides["project"], f))) >= MIN_RUNS
+        for _, f, _ in COLUMNS
+    )
     ratios, targets, met = ["ratio"], ["target"], []
     for _, f, target in COLUMNS:
-        floor = statistics.median([f(r) for r in sides["floor"]])
-        ours = statistics.median([f(r) for r in sides["project"]])
+        floor_vs, ours_vs = values(sides["floor"], f), values(sides["project"], f)
+        if not floor_vs or not ours_vs:
+            ratios.append("–")
+            targets.append("–" if target is None else f"≤ {target:g}")
+            met.append(False)
+            continue
+        floor, ours = statistics.median(floor_vs), statistics.median(ours_vs)
         ratio = ours / floor if floor > 0 else float("inf")
         if target is None:
             ratios.append(f"{ratio:.2f}")
@@ -58,11 +76,10 @@ def table(runs, rate, tag):
         else:
             ok = ratio <= target
             met.append(ok)
-            ratios.append(f"**{ratio:.2f}** ({'met' if ok else 'missed'})")
+            ratios.append(f"**{ratio:.2f}**" + (f" ({'met' if ok else 'missed'})" if enough else ""))
             targets.append(f"≤ {target:g}")
     lines.append("| " + " | ".join(ratios) + " |")
     lines.append("| " + " | ".join(targets) + " |")
-    enough = min(len(sides["floor"]), len(sides["project"])) >= MIN_RUNS
     if not enough:
         lines.append(f"too few runs for a verdict (at least {MIN_RUNS} on each side)")
         return lines, None
@@ -82,36 +99,75 @@ def report(runs, want_tag=None, want_rate=None):
             continue
         groups.setdefault((r.get("tag") or "", r["rate"], r.get("workers", 1)), []).append(r)
     out, verdicts = [], {}
-    for (tag, rate, _workers), group in sorted(groups.items(), key=lambda kv: (kv[0][1], kv[0][0])):
-        lines, verdict = table(group, rate, tag)
+    for (tag, rate, workers), group in sorted(groups.items(), key=lambda kv: (kv[0][1], kv[0][2], kv[0][0])):
+        lines, verdict = table(group, rate, tag, workers)
         out += lines + [""]
-        verdicts[(tag, rate)] = verdict
+        verdicts[(tag, rate, workers)] = verdict
     return "\n".join(out), verdicts
 
 
 def self_test():
-    """The verdicts on made-up runs: met, one target missed, and too few runs."""
-    def run(side, gw, sess, redis, p99, tag="t", rate=2000):
-        return {"side": side, "rate": rate, "workers": 1, "tag": tag,
+    """The verdicts on made-up runs, each case one a broken table would get wrong."""
+    def run(side, gw, sess, redis, p99, tag="t", rate=2000, workers=1, p99_max=None):
+        return {"side": side, "rate": rate, "workers": workers, "tag": tag,
                 "us_per_move": {"gateway": gw, "session": sess, "redis": redis, "nats": 70.0},
-                "per_second_p99_ms": {"median": p99, "max": p99 * 2}}
+                "per_second_p99_ms": {"median": p99, "max": p99_max or p99 * 2}}
+    key = ("t", 2000, 1)
     floor = [run("floor", 100, 80, 30, 4.0) for _ in range(3)]
-    good = [run("project", 114, 91, 30, 5.9) for _ in range(3)]
+    # Every target met, the gateway and game-session just at theirs (1.15, 92/80 = 1.15).
+    good = [run("project", 115, 92, 30, 6.0) for _ in range(3)]
     text, v = report(floor + good)
-    assert v == {("t", 2000): True}, v
-    assert "every target met" in text and "**1.14** (met)" in text, text
-    # Redis a little over the floor's: that target alone is missed.
-    slow = [run("project", 114, 91, 31, 5.9) for _ in range(3)]
-    text, v = report(floor + slow)
-    assert v == {("t", 2000): False}, v
-    assert "1 of 4 targets missed" in text and "(missed)" in text, text
-    # Medians, not means: one wild run does not decide.
+    assert v == {key: True}, v
+    assert "every target met" in text and "**1.15** (met)" in text, text
+    # Each target alone just missed: gateway, game-session, Redis, p99 (columns not
+    # swapped: game-session 1.16 is read from `session`, not from `gateway`).
+    for bad, column in ((run("project", 116, 92, 30, 6.0), "gateway"),
+                        (run("project", 115, 92.8, 30, 6.0), "game-session"),
+                        (run("project", 115, 92, 30.3, 6.0), "Redis"),
+                        (run("project", 115, 92, 30, 6.1), "p99")):
+        text, v = report(floor + [bad] * 3)
+        assert v == {key: False}, (column, v)
+        assert "1 of 4 targets missed" in text and "(missed)" in text, (column, text)
+        if column == "game-session":
+            assert "| ratio | **1.15** (met) | **1.16** (missed) |" in text, text
+    # Medians, not means, minima or first runs: 100, 130, 125 misses (median 125) though its
+    # first and least run meet; 117, 110, 115 meets (median 115) though its first misses.
+    spread = [run("project", g, 92, 30, 6.0) for g in (100, 130, 125)]
+    assert "| 125.0 [100.0–130.0] |" in report(floor + spread)[0]
+    assert report(floor + spread)[1] == {key: False}
+    spread = [run("project", g, 92, 30, 6.0) for g in (117, 110, 115)]
+    assert report(floor + spread)[1] == {key: True}
     wild = good[:2] + [run("project", 400, 400, 300, 90.0)]
-    assert report(floor + wild)[1] == {("t", 2000): True}
-    # Two runs a side give ratios but no verdict; another tag or rate is its own table.
-    _, v = report(floor[:2] + good[:2] + [run("floor", 1, 1, 1, 1, tag="u")])
-    assert v == {("t", 2000): None, ("u", 2000): None}, v
+    assert report(floor + wild)[1] == {key: True}
+    # The per-second p99 is its median over the run, not its worst second.
+    tail = [run("project", 115, 92, 30, 6.0, p99_max=500.0) for _ in range(3)]
+    assert report(floor + tail)[1] == {key: True}
+    # Three runs on each side: two floor runs beside five of ours give ratios but neither a
+    # verdict nor a met/missed; another tag, rate or worker count is its own table.
+    text, v = report(floor[:2] + good * 2)
+    assert v == {key: None} and "(met)" not in text and "too few runs" in text, text
+    others = [run("floor", 1, 1, 1, 1, tag="u"), run("floor", 1, 1, 1, 1, workers=2)]
+    _, v = report(floor + good + others)
+    assert v == {key: True, ("u", 2000, 1): None, ("t", 2000, 2): None}, v
     assert report(floor + good, want_rate=1000)[1] == {}
+    # A run without a p99 (no second measured) counts for the other columns only.
+    holed = good + [dict(run("project", 115, 92, 30, 6.0), per_second_p99_ms={"median": None})]
+    assert report(floor + holed)[1] == {key: True}
+    # From the command line, on a file, with --tag and --rate.
+    import os
+    import subprocess
+    import tempfile
+    with tempfile.TemporaryDirectory() as d:
+        path = os.path.join(d, "runs.jsonl")
+        with open(path, "w") as out:
+            for r in floor + good + [run("floor", 1, 1, 1, 1, rate=1000)]:
+                out.write(json.dumps(r) + "\n")
+        printed = subprocess.run([sys.executable, __file__, path, "--tag", "t", "--rate", "2000"],
+                                 capture_output=True, text=True, check=True).stdout
+        assert "every target met" in printed and "at 1000" not in printed, printed
+        printed = subprocess.run([sys.executable, __file__, path, "--tag", "x"],
+                                 capture_output=True, text=True, check=True).stdout
+        assert printed.strip() == "no runs matched", printed
     print("floor-ratios: self-test passed")
 
 

@@ -1377,13 +1377,15 @@ async fn under_load(disruption: Disruption) -> anyhow::Result<()> {
         jwt_secret: JWT_SECRET.to_owned(),
         flags: service_flags,
         // Under kills, the second game-session instance writes storage format 3 and the
-        // first the default (1): a game begun on either is played on by both, so games in
-        // the hash layout and games carried from 1 to 2 meet the kills side by side
+        // first format 1 (named, so that a `FRONTIER_STORAGE_FORMAT` in the environment
+        // does not make both alike): a game begun on either is played on by both, so games
+        // in the hash layout and games carried from 1 to 2 meet the kills side by side
         // (`storage::format_for`).
         instance_flags: match disruption {
-            Disruption::Kills => {
-                vec![((Service::GameSession, 1), flags(&["--storage-format", "3"]))]
-            }
+            Disruption::Kills => vec![
+                ((Service::GameSession, 0), flags(&["--storage-format", "1"])),
+                ((Service::GameSession, 1), flags(&["--storage-format", "3"])),
+            ],
             Disruption::RollingUpgrade => Vec::new(),
         },
         logs: Some(logs.clone()),
@@ -1517,17 +1519,20 @@ async fn under_load(disruption: Disruption) -> anyhow::Result<()> {
         log.reconnects,
         log.retried,
     );
-    // After the upgrade game-session writes format 2: games played on have their moves
-    // listed beside their state.
+    rig.stop();
+    remove_streams(&nats_url, &namespace).await;
+    let report = report?;
+    println!("chaos: checked from the records: {report}");
+    // Which formats the games are stored in (read once the records are checked, so that a
+    // failed read here does not hide their report). After the upgrade game-session writes
+    // format 2, so games played on have their moves listed beside their state; under the
+    // kills one instance writes format 3 and the other 1 (a game of 1 written by the
+    // instance told 3 goes on in 2).
     let listed = listed_games(&redis_url, &namespace).await?;
     let hashed = match disruption {
         Disruption::RollingUpgrade => None,
         Disruption::Kills => Some(hashed_games(&redis_url, &namespace).await?),
     };
-    rig.stop();
-    remove_streams(&nats_url, &namespace).await;
-    let report = report?;
-    println!("chaos: checked from the records: {report}");
     if let Some(c) = clusters
         .as_ref()
         .filter(|_| disruption == Disruption::Kills)
@@ -1555,7 +1560,9 @@ async fn under_load(disruption: Disruption) -> anyhow::Result<()> {
                 "nothing was killed"
             );
             let hashed = hashed.unwrap_or_default();
-            println!("chaos: {hashed} games in storage format 3, {listed} carried from 1 to 2");
+            println!(
+                "chaos: {hashed} games in storage format 3, {listed} with a list of move records (carried from 1 to 2, some back to 1)"
+            );
             anyhow::ensure!(
                 hashed > 0 && listed > 0,
                 "the game-session instance told format 3 wrote {hashed} games in it and {listed} in 2: the formats did not meet"
@@ -1699,22 +1706,41 @@ async fn check(
     // One node or a cluster (a seed list): key reads go to the key's master.
     let mut redis = frontier_platform::redis_conn::RedisConn::connect(redis_url, false).await?;
     let ns = frontier_platform::Namespace::new(namespace).map_err(anyhow::Error::msg)?;
-    // 1. Every acknowledged action is in its game's log at the version its ack named: the
-    // field `e<version>` of the game's hash in storage format 3, else the log list's entry.
+    // 1. Every acknowledged action is in its game's log at the version its ack named. The
+    // layout is told as the service tells it (`LOG_SCRIPT`): a game whose hash has a record
+    // count `n` (storage format 3) keeps its log as the hash's fields `e<version>`, and has
+    // no log list; any other game, in its log list.
     for ack in &log.acks {
         let id: frontier_platform::GameId = ack.game.parse()?;
-        let mut entry: Option<Vec<u8>> = redis::cmd("HGET")
-            .arg(ns.game_state_key(&id))
-            .arg(format!("e{}", ack.version))
+        let state_key = ns.game_state_key(&id);
+        let hashed: bool = redis::cmd("HEXISTS")
+            .arg(&state_key)
+            .arg("n")
             .query_async(&mut redis)
             .await?;
-        if entry.is_none() {
-            entry = redis::cmd("LINDEX")
+        let entry: Option<Vec<u8>> = if hashed {
+            let listed: bool = redis::cmd("EXISTS")
+                .arg(ns.game_log_key(&id))
+                .query_async(&mut redis)
+                .await?;
+            if listed {
+                failures.push(format!(
+                    "{} is in storage format 3 and has a log list too",
+                    ack.game
+                ));
+            }
+            redis::cmd("HGET")
+                .arg(&state_key)
+                .arg(format!("e{}", ack.version))
+                .query_async(&mut redis)
+                .await?
+        } else {
+            redis::cmd("LINDEX")
                 .arg(ns.game_log_key(&id))
                 .arg(ack.version - 1)
                 .query_async(&mut redis)
-                .await?;
-        }
+                .await?
+        };
         let Some(entry) = entry else {
             failures.push(format!(
                 "lost: {} acked {} at v{} of {}, not in the game's log",
