@@ -1643,11 +1643,7 @@ async fn listed_games(redis_url: &str, namespace: &str) -> anyhow::Result<usize>
 /// How many games of `namespace` are in storage format 3: a state hash with a record
 /// count `n`.
 async fn hashed_games(redis_url: &str, namespace: &str) -> anyhow::Result<usize> {
-    let mut states = keys_on_every_node(redis_url, &format!("{namespace}:{{*}}:game:*")).await?;
-    states.retain(|k| {
-        k.rsplit_once(":game:")
-            .is_some_and(|(_, id)| !id.contains(':'))
-    });
+    let states = game_states(redis_url, namespace).await?;
     // One node or a cluster (a seed list): each read goes to the key's master.
     let mut redis = frontier_platform::redis_conn::RedisConn::connect(redis_url, false).await?;
     let mut hashed = 0;
@@ -1660,6 +1656,17 @@ async fn hashed_games(redis_url: &str, namespace: &str) -> anyhow::Result<usize>
         hashed += usize::from(has_count);
     }
     Ok(hashed)
+}
+
+/// The games' state hashes of `namespace`, `<ns>:{<shard>}:game:<id>`, from every node;
+/// not the `:log`, `:moves`, `:presence`, … beside them.
+async fn game_states(redis_url: &str, namespace: &str) -> anyhow::Result<Vec<String>> {
+    let mut keys = keys_on_every_node(redis_url, &format!("{namespace}:{{*}}:game:*")).await?;
+    keys.retain(|k| {
+        k.rsplit_once(":game:")
+            .is_some_and(|(_, id)| !id.contains(':'))
+    });
+    Ok(keys)
 }
 
 /// The keys matching `pattern` on every node of the seed list, sorted, each once: on a
@@ -1709,26 +1716,34 @@ async fn check(
     // 1. Every acknowledged action is in its game's log at the version its ack named. The
     // layout is told as the service tells it (`LOG_SCRIPT`): a game whose hash has a record
     // count `n` (storage format 3) keeps its log as the hash's fields `e<version>`, and has
-    // no log list; any other game, in its log list.
+    // no log list; any other game, in its log list. Each game's layout is read once.
+    let mut hashed_by_game: HashMap<&str, bool> = HashMap::new();
     for ack in &log.acks {
         let id: frontier_platform::GameId = ack.game.parse()?;
         let state_key = ns.game_state_key(&id);
-        let hashed: bool = redis::cmd("HEXISTS")
-            .arg(&state_key)
-            .arg("n")
-            .query_async(&mut redis)
-            .await?;
-        let entry: Option<Vec<u8>> = if hashed {
-            let listed: bool = redis::cmd("EXISTS")
-                .arg(ns.game_log_key(&id))
-                .query_async(&mut redis)
-                .await?;
-            if listed {
-                failures.push(format!(
-                    "{} is in storage format 3 and has a log list too",
-                    ack.game
-                ));
+        let hashed = match hashed_by_game.get(ack.game.as_str()) {
+            Some(&hashed) => hashed,
+            None => {
+                let hashed: bool = redis::cmd("HEXISTS")
+                    .arg(&state_key)
+                    .arg("n")
+                    .query_async(&mut redis)
+                    .await?;
+                let listed: bool = redis::cmd("EXISTS")
+                    .arg(ns.game_log_key(&id))
+                    .query_async(&mut redis)
+                    .await?;
+                if hashed && listed {
+                    failures.push(format!(
+                        "{} is in storage format 3 and has a log list too",
+                        ack.game
+                    ));
+                }
+                hashed_by_game.insert(&ack.game, hashed);
+                hashed
             }
+        };
+        let entry: Option<Vec<u8>> = if hashed {
             redis::cmd("HGET")
                 .arg(&state_key)
                 .arg(format!("e{}", ack.version))
@@ -1774,13 +1789,7 @@ async fn check(
     // 2. No game is stuck: every game that started has ended in Redis.
     let mut by_player: HashMap<String, Vec<String>> = HashMap::new();
     let mut ended = 0;
-    // The state hashes, `<ns>:{<shard>}:game:<id>`, from every node; not the `:log`,
-    // `:presence`, … beside them.
-    let mut keys = keys_on_every_node(redis_url, &format!("{namespace}:{{*}}:game:*")).await?;
-    keys.retain(|k| {
-        k.rsplit_once(":game:")
-            .is_some_and(|(_, id)| !id.contains(':'))
-    });
+    let keys = game_states(redis_url, namespace).await?;
     let mut stored = HashMap::new();
     for key in &keys {
         let s: Option<Vec<u8>> = redis::cmd("HGET")
