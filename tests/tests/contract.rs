@@ -8,10 +8,12 @@
 mod common;
 
 use std::net::SocketAddr;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::Context as _;
 use common::{Client, Platform, get, post, start_game};
+use frontier_platform::time::ManualClock;
 use futures_util::StreamExt as _;
 use serde_json::{Value, json};
 use tokio_tungstenite::tungstenite::Message;
@@ -427,7 +429,11 @@ async fn a_timed_board_shows_full_clocks_while_it_waits() -> anyhow::Result<()> 
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn increments_start_with_the_clocks_after_each_sides_first_move() -> anyhow::Result<()> {
-    let p = Platform::start(1, 1, None).await?;
+    // game-session reads a clock that stands still until the test moves it: each side
+    // thinks exactly as long as the test says, however slowly the machine runs the test
+    // (on a loaded machine the real time between two moves exceeded the lag quota).
+    let clock = Arc::new(ManualClock::at(1_800_000_000_000));
+    let p = Platform::start_with_session_clock(1, 1, clock.clone()).await?;
     let mut white = Client::guest(p.gateways[0], "white").await?;
     let mut black = Client::guest(p.gateways[0], "black").await?;
     white
@@ -444,21 +450,27 @@ async fn increments_start_with_the_clocks_after_each_sides_first_move() -> anyho
     black
         .until("board_joined", |v| v["type"] == "board_joined")
         .await?;
-    // Each move reports no thinking time, so every millisecond the server measured counts
-    // as lag and is given back (up to the 3 s quota): the figures are exact.
+    // Each side thinks for 2 s before each move and says so (`move_time_ms`), so no lag is
+    // given back: a running clock loses exactly the 2 s.
     let mut readings = Vec::new();
-    for (i, (side, uci)) in [("white", "e2e4"), ("black", "e7e5"), ("white", "g1f3")]
-        .into_iter()
-        .enumerate()
+    for (i, (side, uci)) in [
+        ("white", "e2e4"),
+        ("black", "e7e5"),
+        ("white", "g1f3"),
+        ("black", "b8c6"),
+    ]
+    .into_iter()
+    .enumerate()
     {
         let mover = if side == "white" {
             &mut white
         } else {
             &mut black
         };
+        clock.advance(2_000);
         let id = format!("m{i}");
         mover
-            .send(json!({"type": "move", "id": id, "game_id": game, "uci": uci, "move_time_ms": 0}))
+            .send(json!({"type": "move", "id": id, "game_id": game, "uci": uci, "move_time_ms": 2_000}))
             .await?;
         let version = mover.ack(&id).await?["version"]
             .as_u64()
@@ -469,11 +481,16 @@ async fn increments_start_with_the_clocks_after_each_sides_first_move() -> anyho
             event["clocks"]["black_ms"].as_u64().context("black")?,
         ));
     }
-    // No increment for the first move of each side (the clocks were not running yet, as on
-    // lichess); from then on, each move adds it.
+    // Each side's first move costs no time and earns no increment (the clocks were not
+    // running yet, as on lichess); from then on, each move costs its 2 s and adds 3 s.
     assert_eq!(
         readings,
-        [(300_000, 300_000), (300_000, 300_000), (303_000, 300_000)]
+        [
+            (300_000, 300_000),
+            (300_000, 300_000),
+            (301_000, 300_000),
+            (301_000, 301_000)
+        ]
     );
     p.stop().await;
     Ok(())

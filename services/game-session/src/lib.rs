@@ -148,6 +148,12 @@ const GAUGES: &[&str] = &[];
 
 /// Builds the service from configuration: connects to Redis and NATS.
 pub async fn build(config: &Config) -> anyhow::Result<Service> {
+    build_with_clock(config, Arc::new(SystemClock)).await
+}
+
+/// As [`build`], reading time from `clock`: the system clock in production; a test holds
+/// a [`frontier_platform::time::ManualClock`] to say exactly how long a player thought.
+pub async fn build_with_clock(config: &Config, clock: Arc<dyn Clock>) -> anyhow::Result<Service> {
     frontier_platform::admin::start_at_zero(ZEROED, GAUGES);
     frontier_platform::config::refuse_unbuilt_test_hooks(
         cfg!(feature = "test-hooks"),
@@ -173,7 +179,6 @@ pub async fn build(config: &Config) -> anyhow::Result<Service> {
             .context("connecting to NATS")?
             .with_event_metadata(config.play.event_metadata);
     let (layouts, settings) = rules_of_play(&config.play)?;
-    let clock: Arc<dyn Clock> = Arc::new(SystemClock);
     let core = Arc::new(GameService::new(store, bus, clock, layouts, settings));
     Ok(Service {
         core,

@@ -95,6 +95,28 @@ impl Platform {
         Platform::start_with(gateways, sessions, layout, &[], &[]).await
     }
 
+    /// As [`Platform::start`], the game-sessions reading time from `clock` (a
+    /// [`frontier_platform::time::ManualClock`]): a test then says how long a player
+    /// thought, whatever the machine's scheduling makes of the real time in between.
+    #[allow(dead_code)] // Only the clock tests hold time.
+    pub async fn start_with_session_clock(
+        gateways: usize,
+        sessions: usize,
+        clock: Arc<dyn frontier_platform::time::Clock>,
+    ) -> anyhow::Result<Platform> {
+        Platform::start_inner(
+            &Servers::of_the_run(),
+            gateways,
+            sessions,
+            None,
+            &[],
+            &[],
+            (0, &[]),
+            Some(clock),
+        )
+        .await
+    }
+
     /// As [`Platform::start`], with `matchmakers` matchmaking instances (each given
     /// `matchmaking_flags`); gateway `i` calls instance `i % matchmakers`, and every
     /// instance creates games on every game-session.
@@ -112,6 +134,7 @@ impl Platform {
             &[],
             &[],
             (matchmakers, matchmaking_flags),
+            None,
         )
         .await
     }
@@ -133,6 +156,7 @@ impl Platform {
             &[],
             gateway_flags,
             (matchmakers, matchmaking_flags),
+            None,
         )
         .await
     }
@@ -155,6 +179,7 @@ impl Platform {
             session_flags,
             gateway_flags,
             (0, &[]),
+            None,
         )
         .await
     }
@@ -177,6 +202,7 @@ impl Platform {
             session_flags,
             &[],
             (matchmakers, matchmaking_flags),
+            None,
         )
         .await
     }
@@ -198,10 +224,12 @@ impl Platform {
             session_flags,
             &[],
             (0, &[]),
+            None,
         )
         .await
     }
 
+    #[allow(clippy::too_many_arguments)] // Each constructor above names the few it sets.
     async fn start_inner(
         servers: &Servers,
         gateways: usize,
@@ -210,6 +238,7 @@ impl Platform {
         session_flags: &[&str],
         gateway_flags: &[(&str, &str)],
         (matchmakers, matchmaking_flags): (usize, &[&str]),
+        session_clock: Option<Arc<dyn frontier_platform::time::Clock>>,
     ) -> anyhow::Result<Platform> {
         let namespace = frontier_testkit::unique_namespace();
         let database_url = frontier_testkit::fresh_database().await?;
@@ -245,7 +274,12 @@ impl Platform {
             }
             args.extend(session_flags.iter().map(|f| (*f).to_owned()));
             let config = frontier_game_session::Config::try_parse_from(args)?;
-            let service = frontier_game_session::build(&config).await?;
+            let service = match &session_clock {
+                Some(clock) => {
+                    frontier_game_session::build_with_clock(&config, clock.clone()).await?
+                }
+                None => frontier_game_session::build(&config).await?,
+            };
             let listener = TcpListener::bind("127.0.0.1:0").await?;
             platform.sessions.push(listener.local_addr()?);
             let shutdown = Shutdown::new();
