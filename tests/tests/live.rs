@@ -3,6 +3,9 @@
 
 mod common;
 
+use std::sync::Arc;
+
+use anyhow::Context as _;
 use common::{Client, Platform, leak, start_game};
 use serde_json::json;
 
@@ -387,6 +390,69 @@ async fn a_move_comes_back_to_its_mover_with_its_ack_each_version_once() -> anyh
         assert_eq!(versions, (from..=8).collect::<Vec<u64>>(), "{}", c.name);
     }
     p.stop().await;
+    Ok(())
+}
+
+/// One board of [`a_move_made_while_its_movers_follow_starts_comes_back_without_the_tick`]:
+/// black moves as soon as white's ack comes, before its own follow of the game (started
+/// when it joined) has necessarily caught up; each player's own event must still come.
+async fn move_while_the_follow_starts(p: &Platform, n: usize) -> anyhow::Result<()> {
+    let mut white = Client::guest(p.gateways[0], &format!("white{n}")).await?;
+    let mut black = Client::guest(p.gateways[0], &format!("black{n}")).await?;
+    white
+        .send(json!({"type": "create_board", "id": "c", "variant": "standard", "color": "white"}))
+        .await?;
+    let created = white
+        .until("board_created", |v| v["type"] == "board_created")
+        .await?;
+    let code = created["code"].as_str().context("code")?.to_owned();
+    let game = created["game_id"].as_str().context("game")?.to_owned();
+    black
+        .send(json!({"type": "join_board", "id": "j", "code": code}))
+        .await?;
+    black
+        .until("board_joined", |v| v["type"] == "board_joined")
+        .await?;
+    for (mover, uci) in [(&mut white, "e2e4"), (&mut black, "e7e5")] {
+        let version = mover.play(&game, uci).await?;
+        // Within the harness's wait (30 s): the presence tick, which would also find the
+        // version missing, is an hour away here.
+        mover.event(&game, version).await?;
+    }
+    // Each version once, in order, from the first view on.
+    let versions: Vec<u64> = black
+        .frames()
+        .iter()
+        .filter(|f| f["type"] == "event" && f["game_id"] == game.as_str())
+        .filter_map(|f| f["version"].as_u64())
+        .collect();
+    anyhow::ensure!(versions == [3, 4], "black saw events {versions:?}");
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_move_made_while_its_movers_follow_starts_comes_back_without_the_tick()
+-> anyhow::Result<()> {
+    // A mover whose follow was still catching up (white's move on its way in a read of the
+    // log) had its own event dropped with its answer and waited for the presence tick's
+    // check of quiet games, 10–20 s. Boards in parallel make the race likely: before the
+    // fix, 40 at once hit it in four rounds of six.
+    let p =
+        Arc::new(Platform::start_with(1, 1, None, &[], &[("--presence-interval", "1h")]).await?);
+    for round in 0..3 {
+        let boards: Vec<_> = (0..40)
+            .map(|i| {
+                let p = p.clone();
+                tokio::spawn(async move { move_while_the_follow_starts(&p, round * 40 + i).await })
+            })
+            .collect();
+        for board in boards {
+            board.await??;
+        }
+    }
+    if let Ok(p) = Arc::try_unwrap(p) {
+        p.stop().await;
+    }
     Ok(())
 }
 

@@ -1384,6 +1384,12 @@ struct Relayed {
     /// Told when an ending event went out, so that a follower waiting for live frames
     /// (none come after the end) stops at once — also when the event went out with an ack.
     over: tokio::sync::Notify,
+    /// Told when an action's answer left frames unsent for want of an earlier version,
+    /// so that the follower catches up from the log at once. That earlier version is
+    /// usually already on its way (in a catch-up in flight, say), and the answer's own
+    /// event — the last the game may have for a while — would otherwise wait for the
+    /// next live frame or for the presence tick's check of quiet games (10–20 s).
+    gap: tokio::sync::Notify,
 }
 
 #[derive(Default)]
@@ -1503,8 +1509,8 @@ impl Relayed {
 
     /// Its answer came (with the event it stored, if it stored one): every held frame
     /// and that event go out in version order, each once; what does not follow on from
-    /// the last version sent is dropped (the follower's next frame or heartbeat catches it
-    /// up from the log).
+    /// the last version sent is dropped, and the follower is told ([`Relayed::gap`]) to
+    /// catch it up from the log.
     fn end_action(&self, out: &mpsc::Sender<Message>, stored: Option<Held>) {
         let mut state = self.lock();
         state.acting = false;
@@ -1517,6 +1523,8 @@ impl Relayed {
         }
         for frame in frames {
             if Self::send_event(&mut state, &self.over, out, frame) == Relay::Gap {
+                // A permit is stored when the follower is not waiting yet.
+                self.gap.notify_one();
                 break;
             }
         }
@@ -1869,12 +1877,15 @@ impl<A: Accounts> Follower<A> {
         loop {
             // Live frames in order go out from the topic's task (`Feed::offer`); this task
             // wakes only for what the feed cannot do itself.
+            let mut needs = 0;
             tokio::select! {
                 _ = feed.wake.notified() => {}
+                // An action's answer could not send what it carried (`Relayed::gap`).
+                _ = self.relayed.gap.notified() => needs = Feed::GAP,
                 // The ending event went out (live, or with an ack).
                 _ = self.relayed.over.notified() => return self.left_waiting().await,
             }
-            let needs = feed.needs.swap(0, Ordering::AcqRel);
+            needs |= feed.needs.swap(0, Ordering::AcqRel);
             if needs & Feed::STOP != 0 {
                 return;
             }
@@ -2075,12 +2086,35 @@ mod tests {
         other.begin_action();
         assert_eq!(other.live(&out, 8, frame(8), false), Relay::Held);
         other.end_action(&out, None);
-        // A held frame after a missing one is left to the catch-up.
+        assert!(
+            other.gap.notified().now_or_never().is_none(),
+            "nothing was left unsent"
+        );
+        // A held frame after a missing one is left to the catch-up, which the follower is
+        // told to make at once.
         other.begin_action();
         assert_eq!(other.live(&out, 10, frame(10), false), Relay::Held);
         other.end_action(&out, None);
         assert_eq!(other.last(), Some(8));
         assert_eq!(versions_sent(&mut rx), ["v5", "v7", "v8"]);
+        assert!(
+            other.gap.notified().now_or_never().is_some(),
+            "the follower is told to catch up"
+        );
+        // So is an answer whose own event comes before the connection has the one
+        // before it (that one still on its way, in a catch-up in flight).
+        let early = Relayed::default();
+        assert_eq!(early.view(&out, 2, frame(2), true), Relay::Sent);
+        early.begin_action();
+        assert_eq!(early.live(&out, 4, frame(4), false), Relay::Held);
+        early.end_action(&out, Some((4, frame(4), false)));
+        assert!(early.gap.notified().now_or_never().is_some());
+        assert_eq!(early.event(&out, 3, frame(3), false), Relay::Sent);
+        assert_eq!(
+            versions_sent(&mut rx),
+            ["v2", "v3"],
+            "v4 is the catch-up's to send"
+        );
     }
 
     #[test]
