@@ -416,17 +416,32 @@ async fn move_while_the_follow_starts(p: &Platform, n: usize) -> anyhow::Result<
     for (mover, uci) in [(&mut white, "e2e4"), (&mut black, "e7e5")] {
         let version = mover.play(&game, uci).await?;
         // Within the harness's wait (30 s): the presence tick, which would also find the
-        // version missing, is an hour away here.
-        mover.event(&game, version).await?;
+        // version missing, is an hour away here. (Or in the follow's first view, when
+        // that was read after the move.)
+        mover
+            .until(&format!("event v{version}"), |v| {
+                v["game_id"] == game.as_str()
+                    && ((v["type"] == "event" && v["version"] == version)
+                        || (v["type"] == "game" && v["version"].as_u64() >= Some(version)))
+            })
+            .await?;
     }
-    // Each version once, in order, from the first view on.
-    let versions: Vec<u64> = black
-        .frames()
+    // Each version after black's first view once, in order, through black's own move.
+    let frames = black.frames();
+    let first_view = frames
+        .iter()
+        .find(|f| f["type"] == "game" && f["game_id"] == game.as_str())
+        .and_then(|f| f["version"].as_u64())
+        .context("black's first view")?;
+    let versions: Vec<u64> = frames
         .iter()
         .filter(|f| f["type"] == "event" && f["game_id"] == game.as_str())
         .filter_map(|f| f["version"].as_u64())
         .collect();
-    anyhow::ensure!(versions == [3, 4], "black saw events {versions:?}");
+    anyhow::ensure!(
+        versions == (first_view + 1..=4).collect::<Vec<u64>>(),
+        "black saw events {versions:?} after its view of v{first_view}"
+    );
     Ok(())
 }
 
