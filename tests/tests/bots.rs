@@ -119,12 +119,7 @@ async fn the_computer_playing_white_moves_first_and_every_refusal_is_typed() -> 
     let (game, color) = play_computer(&mut me, "pc", "atomic", "hard", "black").await?;
     assert_eq!(color, "black");
     // The bot's first move arrives without the person doing anything.
-    let first = me
-        .until("the bot's first move", |v| {
-            (v["type"] == "event" && v["version"] == 3)
-                || (v["type"] == "game" && v["version"].as_u64() >= Some(3))
-        })
-        .await?;
+    let first = me.reached(&game, 3).await?;
     if first["type"] == "event" {
         assert_eq!(first["event"]["color"], "white", "{first}");
     } else {

@@ -418,13 +418,7 @@ async fn move_while_the_follow_starts(p: &Platform, n: usize) -> anyhow::Result<
         // Within the harness's wait (30 s): the presence tick, which would also find the
         // version missing, is an hour away here. (Or in the follow's first view, when
         // that was read after the move.)
-        mover
-            .until(&format!("event v{version}"), |v| {
-                v["game_id"] == game.as_str()
-                    && ((v["type"] == "event" && v["version"] == version)
-                        || (v["type"] == "game" && v["version"].as_u64() >= Some(version)))
-            })
-            .await?;
+        mover.reached(&game, version).await?;
     }
     // Each version after black's first view once, in order, through black's own move.
     let frames = black.frames();

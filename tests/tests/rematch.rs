@@ -57,12 +57,7 @@ async fn rated_game(white: &mut Client, black: &mut Client) -> anyhow::Result<St
         .await?;
     anyhow::ensure!(reply_to(black, "j").await?["type"] == "board_joined");
     for c in [white, black] {
-        c.until("the start", |v| {
-            v["game_id"] == game.as_str()
-                && ((v["type"] == "game" && v["version"].as_u64() >= Some(2))
-                    || (v["type"] == "event" && v["version"] == 2))
-        })
-        .await?;
+        c.reached(&game, 2).await?;
     }
     Ok(game)
 }

@@ -274,12 +274,10 @@ impl Platform {
             }
             args.extend(session_flags.iter().map(|f| (*f).to_owned()));
             let config = frontier_game_session::Config::try_parse_from(args)?;
-            let service = match &session_clock {
-                Some(clock) => {
-                    frontier_game_session::build_with_clock(&config, clock.clone()).await?
-                }
-                None => frontier_game_session::build(&config).await?,
-            };
+            let clock = session_clock
+                .clone()
+                .unwrap_or_else(|| Arc::new(frontier_platform::time::SystemClock));
+            let service = frontier_game_session::build_with_clock(&config, clock).await?;
             let listener = TcpListener::bind("127.0.0.1:0").await?;
             platform.sessions.push(listener.local_addr()?);
             let shutdown = Shutdown::new();
@@ -791,6 +789,17 @@ impl Client {
         .await
     }
 
+    /// Waits until `game` reached `version` here: its event, or a view at that version or
+    /// later (a view read after the change shows it in place of the event).
+    pub async fn reached(&mut self, game: &str, version: u64) -> anyhow::Result<Value> {
+        self.until(&format!("v{version} (event or view)"), |v| {
+            v["game_id"] == game
+                && ((v["type"] == "event" && v["version"] == version)
+                    || (v["type"] == "game" && v["version"].as_u64() >= Some(version)))
+        })
+        .await
+    }
+
     /// Waits for the ack of the action `id`.
     pub async fn ack(&mut self, id: &str) -> anyhow::Result<Value> {
         self.until(&format!("ack {id}"), |v| {
@@ -901,12 +910,7 @@ pub async fn start_timed_game(
     // Each side sees the start either as the event of version 2 or, if its first view was
     // read after the join, in that view.
     for c in [creator, joiner] {
-        c.until("game view or start", |v| {
-            v["game_id"] == game.as_str()
-                && ((v["type"] == "game" && v["version"].as_u64() >= Some(2))
-                    || (v["type"] == "event" && v["version"] == 2))
-        })
-        .await?;
+        c.reached(&game, 2).await?;
     }
     Ok(game)
 }
