@@ -93,6 +93,11 @@ pub struct AfterMove {
 }
 
 impl AfterMove {
+    /// The public position's FEN after the move, taken out once the frames are written.
+    pub fn into_fen(self) -> String {
+        self.fen
+    }
+
     /// From a view taken after the move (any audience's: these fields are public).
     pub fn of(view: &View) -> AfterMove {
         let pending = view.pending_promotion.is_some();

@@ -829,6 +829,16 @@ impl Game {
 
     /// The storage form of this game, borrowed where the game holds it.
     pub fn snapshot_ref(&self) -> SnapshotRef<'_> {
+        self.snapshot_ref_reusing(None)
+    }
+
+    /// [`snapshot_ref`](Self::snapshot_ref), taking `view_fen` — this game's FEN as a
+    /// view of it writes it now ([`View::fen`]), if the caller has just written one — as
+    /// the stored FEN where the two are the same: a game without a secret stores its
+    /// position's FEN, which every audience's view shows (and it never has a pending
+    /// promotion). A hidden game stores its server FEN, written here whatever is given.
+    /// A FEN of another position would be stored as given: debug builds check it.
+    pub fn snapshot_ref_reusing(&self, view_fen: Option<String>) -> SnapshotRef<'_> {
         let (fen, shuffle, captured) = match &self.secret {
             Some(secret) => (
                 secret.state.server_fen(),
@@ -838,7 +848,16 @@ impl Game {
                     .map(|s| (s.layout().canonical(), s.salt())),
                 &secret.captured,
             ),
-            None => (self.position.fen(), None, &NO_CAPTURES),
+            None => {
+                let fen = match view_fen {
+                    Some(fen) => {
+                        debug_assert_eq!(fen, self.position.fen(), "another position's FEN");
+                        fen
+                    }
+                    None => self.position.fen(),
+                };
+                (fen, None, &NO_CAPTURES)
+            }
         };
         SnapshotRef {
             variant: self.variant(),

@@ -113,6 +113,18 @@ fn per_audience(version: u64, ended: bool, render: impl Fn(Audience) -> String) 
 
 /// The frames of what happened, at `version` (the version it produced), at `now_ms`.
 pub fn frames(game: &LiveGame, happened: &Happened, version: u64, now_ms: i64) -> AudienceFrames {
+    frames_and_fen(game, happened, version, now_ms).0
+}
+
+/// [`frames`], with the public FEN they show after a move or an undo (written once per
+/// move: the stored state of a game without a secret takes the same FEN, see
+/// [`crate::storage::encode_reusing`]).
+pub fn frames_and_fen(
+    game: &LiveGame,
+    happened: &Happened,
+    version: u64,
+    now_ms: i64,
+) -> (AudienceFrames, Option<String>) {
     let id = game.info().id.as_str();
     let outcome = game.outcome();
     let shuffle = game.game().published_shuffle();
@@ -149,20 +161,24 @@ pub fn frames(game: &LiveGame, happened: &Happened, version: u64, now_ms: i64) -
                 (None, Some(p)) => (Color::Black, player_info(p)),
                 (None, None) => (Color::White, nobody()),
             };
-            simple(&EventRender::Created {
-                color,
-                player: &player,
-            })
+            (
+                simple(&EventRender::Created {
+                    color,
+                    player: &player,
+                }),
+                None,
+            )
         }
         Happened::Started => {
             let white = game.player(Color::White).map_or_else(nobody, player_info);
             let black = game.player(Color::Black).map_or_else(nobody, player_info);
-            simple(&EventRender::Started {
+            let started = simple(&EventRender::Started {
                 white: &white,
                 black: &black,
                 commitment: game.game().commitment().map(|c| c.to_hex()),
                 fen: game.game().position().fen(),
-            })
+            });
+            (started, None)
         }
         Happened::Moved(report) => {
             // The position after the move is public: worked out once. The move reads the
@@ -174,12 +190,13 @@ pub fn frames(game: &LiveGame, happened: &Happened, version: u64, now_ms: i64) -
                 .iter()
                 .all(|c| report.for_audience(Audience::Player(*c)) == public);
             if alike {
-                return simple(&EventRender::Move {
+                let frames = simple(&EventRender::Move {
                     event: &public,
                     after: &after,
                 });
+                return (frames, Some(after.into_fen()));
             }
-            per_audience(version, ended, |audience| {
+            let frames = per_audience(version, ended, |audience| {
                 let event = report.for_audience(audience);
                 render_event(
                     id,
@@ -192,18 +209,20 @@ pub fn frames(game: &LiveGame, happened: &Happened, version: u64, now_ms: i64) -
                     shuffle.as_ref(),
                     clocks.clone(),
                 )
-            })
+            });
+            (frames, Some(after.into_fen()))
         }
-        Happened::DrawOffered(by) => simple(&EventRender::DrawOffered(*by)),
-        Happened::DrawDeclined(by) => simple(&EventRender::DrawDeclined(*by)),
+        Happened::DrawOffered(by) => (simple(&EventRender::DrawOffered(*by)), None),
+        Happened::DrawDeclined(by) => (simple(&EventRender::DrawDeclined(*by)), None),
         Happened::Undone(taken_back) => {
             let after = AfterMove::of(&game.game().view(Audience::Spectator));
-            simple(&EventRender::Undo {
+            let frames = simple(&EventRender::Undo {
                 after: &after,
                 ply: game.game().ply(),
                 taken_back,
-            })
+            });
+            (frames, Some(after.into_fen()))
         }
-        Happened::Ended => simple(&EventRender::Ended),
+        Happened::Ended => (simple(&EventRender::Ended), None),
     }
 }

@@ -946,9 +946,9 @@ impl<S: GameStore, B: EventBus> GameService<S, B> {
         now_ms: i64,
     ) -> Result<Option<Committed>, SessionError> {
         let rendering = std::time::Instant::now();
-        let frames = render::frames(live, &change.happened, version + 1, now_ms);
+        let (frames, fen) = render::frames_and_fen(live, &change.happened, version + 1, now_ms);
         let job = bot_job(game, live, version + 1, now_ms);
-        let (state, moves) = storage::encode(live, self.settings.storage_format);
+        let (state, moves) = storage::encode_reusing(live, self.settings.storage_format, fen);
         let write = Write {
             game: *game,
             expected: version,

@@ -191,6 +191,17 @@ fn format_for(stored: Option<u32>, format: u32) -> u32 {
 /// The stored bytes of a live game in `format` (1, 2 or 3, as [`format_for`] settles it
 /// for this game), and what the write does to the game's move records.
 pub fn encode(loaded: &mut Loaded, format: u32) -> (Bytes, MovesWrite) {
+    encode_reusing(loaded, format, None)
+}
+
+/// [`encode`], given the public FEN of the game as its frames just showed it (if they
+/// showed one): a game without a secret stores that same FEN, written once a move instead
+/// of twice (`Game::snapshot_ref_reusing`; a hidden game stores its server FEN).
+pub fn encode_reusing(
+    loaded: &mut Loaded,
+    format: u32,
+    view_fen: Option<String>,
+) -> (Bytes, MovesWrite) {
     let format = format_for(loaded.format, format);
     let live_moves = loaded.live.moves();
     let mut moves = std::mem::take(&mut loaded.stored_moves);
@@ -214,11 +225,11 @@ pub fn encode(loaded: &mut Loaded, format: u32) -> (Bytes, MovesWrite) {
         } else {
             MovesAt::List(moves.len())
         };
-        write_state(&loaded.live, at, &mut state);
+        write_state(&loaded.live, at, view_fen, &mut state);
         loaded.listed = Some(moves.len());
         moves_write
     } else {
-        write_state(&loaded.live, MovesAt::State(&moves), &mut state);
+        write_state(&loaded.live, MovesAt::State(&moves), view_fen, &mut state);
         // The list (if a format-2 write left one) no longer follows the game.
         loaded.listed = None;
         MovesWrite::default()
@@ -532,9 +543,9 @@ enum MovesAt<'a> {
 /// prost does; `the_state_is_written_as_prost_would_encode_it` checks the bytes against
 /// `StoredGame::encode_to_vec` of the same game. A field added to `StoredGame` is written
 /// here too, or it is never stored.
-fn write_state(g: &LiveGame, moves: MovesAt<'_>, out: &mut Vec<u8>) {
+fn write_state(g: &LiveGame, moves: MovesAt<'_>, view_fen: Option<String>, out: &mut Vec<u8>) {
     let info = &g.info;
-    let snap = g.game.snapshot_ref();
+    let snap = g.game.snapshot_ref_reusing(view_fen);
     wire::string(out, 1, &info.id);
     wire::int32(out, 2, variant_to_proto(info.variant) as i32);
     wire::boolean(out, 3, info.rated);
@@ -949,6 +960,51 @@ mod tests {
                 ply: c.ply,
             })
             .collect()
+    }
+
+    #[test]
+    fn the_frames_fen_reused_writes_the_state_it_would_write_alone() {
+        // Each variant's moves (a hidden game's through a promotion awaited and chosen):
+        // after every action, the state written with the FEN its frames showed is the
+        // state written without it; the frames show one after every move.
+        let opponent = || person("black");
+        let (hidden, line) = promoting(opponent());
+        let mut actions: Vec<(Color, Action)> =
+            line.iter().map(|(seat, uci)| (*seat, mv(uci))).collect();
+        actions.push((Color::White, Action::Promote(frontier_rules::Role::Queen)));
+        let plain = [
+            "e2e4", "d7d5", "e4d5", "d8d5", "b1c3", "d5a5", "g1f3", "c8g4",
+        ];
+        let games = [
+            (started(Variant::Standard, None, opponent()), None),
+            (started(Variant::Atomic, None, opponent()), None),
+            (hidden, Some(actions)),
+        ];
+        for (mut game, actions) in games {
+            let actions = actions.unwrap_or_else(|| {
+                plain
+                    .iter()
+                    .enumerate()
+                    .map(|(i, uci)| (mover(i), mv(uci)))
+                    .collect()
+            });
+            for (version, (seat, action)) in (3..).zip(actions) {
+                let Applied::Done(change) = game.apply(seat, &action, 0).expect("applies") else {
+                    panic!("no clock here");
+                };
+                let (_, fen) = crate::render::frames_and_fen(&game, &change.happened, version, 0);
+                assert!(fen.is_some(), "{action:?}");
+                for format in [1, 3] {
+                    // The state does not depend on what was stored before (only the
+                    // records written alongside do).
+                    game.format = None;
+                    let alone = encode(&mut game, format).0;
+                    game.format = None;
+                    let reusing = encode_reusing(&mut game, format, fen.clone()).0;
+                    assert_eq!(alone, reusing, "{action:?}, format {format}");
+                }
+            }
+        }
     }
 
     #[test]
