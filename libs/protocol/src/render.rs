@@ -393,9 +393,9 @@ fn move_frame(
     out.push_str(r#"{"type":"event","game_id":"#);
     push_json_str(&mut out, game_id);
     out.push_str(r#","version":"#);
-    push_u64(&mut out, version);
+    push_number(&mut out, version);
     out.push_str(r#","event":{"kind":"move","ply":"#);
-    push_u64(&mut out, u64::from(event.ply));
+    push_number(&mut out, event.ply);
     out.push_str(r#","color":""#);
     out.push_str(event.mover.name());
     out.push_str(r#"","uci":""#);
@@ -452,19 +452,16 @@ fn move_frame(
     out.push_str(r#""}"#);
     if let Some(c) = clocks {
         out.push_str(r#","clocks":{"white_ms":"#);
-        push_u64(&mut out, c.white_ms);
+        push_number(&mut out, c.white_ms);
         out.push_str(r#","black_ms":"#);
-        push_u64(&mut out, c.black_ms);
+        push_number(&mut out, c.black_ms);
         out.push_str(r#","running":"#);
         match &c.running {
             Some(running) => push_json_str(&mut out, running),
             None => out.push_str("null"),
         }
         out.push_str(r#","at":"#);
-        if c.at < 0 {
-            out.push('-');
-        }
-        push_u64(&mut out, c.at.unsigned_abs());
+        push_number(&mut out, c.at);
         out.push('}');
     }
     out.push('}');
@@ -490,20 +487,9 @@ fn push_square(out: &mut String, square: Square) {
     out.push(char::from(rank));
 }
 
-fn push_u64(out: &mut String, mut n: u64) {
-    let mut digits = [0u8; 20];
-    let mut at = digits.len();
-    loop {
-        at -= 1;
-        digits[at] = b'0' + (n % 10) as u8;
-        n /= 10;
-        if n == 0 {
-            break;
-        }
-    }
-    for &d in &digits[at..] {
-        out.push(char::from(d));
-    }
+/// A number as serde_json writes it (through the same `itoa`).
+fn push_number(out: &mut String, n: impl itoa::Integer) {
+    out.push_str(itoa::Buffer::new().format(n));
 }
 
 /// Serialises a server message. These types always serialise (strings, numbers, plain
