@@ -83,6 +83,23 @@ pub struct Platform {
     tasks: Vec<tokio::task::JoinHandle<anyhow::Result<()>>>,
 }
 
+/// What a [`Platform`] constructor sets beyond its servers and instance counts; each
+/// constructor names the few it sets, the rest as [`Default`] has them.
+#[derive(Default)]
+struct Options<'a> {
+    /// Hidden games' layout.
+    layout: Option<&'a str>,
+    /// Extra flags for every game-session.
+    session_flags: &'a [&'a str],
+    /// Gateway flags that replace the harness's own.
+    gateway_flags: &'a [(&'a str, &'a str)],
+    /// Matchmaking instances, each given `matchmaking_flags`.
+    matchmakers: usize,
+    matchmaking_flags: &'a [&'a str],
+    /// The game-sessions' clock (the system's when `None`).
+    session_clock: Option<Arc<dyn frontier_platform::time::Clock>>,
+}
+
 impl Platform {
     /// Starts `sessions` game-sessions and `gateways` gateways; gateway `i` talks to
     /// game-session `i % sessions` only, so two players on different gateways have their
@@ -108,11 +125,10 @@ impl Platform {
             &Servers::of_the_run(),
             gateways,
             sessions,
-            None,
-            &[],
-            &[],
-            (0, &[]),
-            Some(clock),
+            Options {
+                session_clock: Some(clock),
+                ..Options::default()
+            },
         )
         .await
     }
@@ -130,11 +146,11 @@ impl Platform {
             &Servers::of_the_run(),
             gateways,
             sessions,
-            None,
-            &[],
-            &[],
-            (matchmakers, matchmaking_flags),
-            None,
+            Options {
+                matchmakers,
+                matchmaking_flags,
+                ..Options::default()
+            },
         )
         .await
     }
@@ -152,11 +168,12 @@ impl Platform {
             &Servers::of_the_run(),
             gateways,
             sessions,
-            None,
-            &[],
-            gateway_flags,
-            (matchmakers, matchmaking_flags),
-            None,
+            Options {
+                gateway_flags,
+                matchmakers,
+                matchmaking_flags,
+                ..Options::default()
+            },
         )
         .await
     }
@@ -175,11 +192,12 @@ impl Platform {
             &Servers::of_the_run(),
             gateways,
             sessions,
-            layout,
-            session_flags,
-            gateway_flags,
-            (0, &[]),
-            None,
+            Options {
+                layout,
+                session_flags,
+                gateway_flags,
+                ..Options::default()
+            },
         )
         .await
     }
@@ -198,11 +216,13 @@ impl Platform {
             &Servers::of_the_run(),
             gateways,
             sessions,
-            layout,
-            session_flags,
-            &[],
-            (matchmakers, matchmaking_flags),
-            None,
+            Options {
+                layout,
+                session_flags,
+                matchmakers,
+                matchmaking_flags,
+                ..Options::default()
+            },
         )
         .await
     }
@@ -220,26 +240,29 @@ impl Platform {
             servers,
             gateways,
             sessions,
-            layout,
-            session_flags,
-            &[],
-            (0, &[]),
-            None,
+            Options {
+                layout,
+                session_flags,
+                ..Options::default()
+            },
         )
         .await
     }
 
-    #[allow(clippy::too_many_arguments)] // Each constructor above names the few it sets.
     async fn start_inner(
         servers: &Servers,
         gateways: usize,
         sessions: usize,
-        layout: Option<&str>,
-        session_flags: &[&str],
-        gateway_flags: &[(&str, &str)],
-        (matchmakers, matchmaking_flags): (usize, &[&str]),
-        session_clock: Option<Arc<dyn frontier_platform::time::Clock>>,
+        options: Options<'_>,
     ) -> anyhow::Result<Platform> {
+        let Options {
+            layout,
+            session_flags,
+            gateway_flags,
+            matchmakers,
+            matchmaking_flags,
+            session_clock,
+        } = options;
         let namespace = frontier_testkit::unique_namespace();
         let database_url = frontier_testkit::fresh_database().await?;
         let mut platform = Platform {
