@@ -335,9 +335,21 @@ impl Position {
         moves
     }
 
-    /// Whether the side to move has any legal move.
+    /// Whether the side to move has any legal move. Asked after every move (mate and
+    /// stalemate): in standard and hidden chess a king with a safe square answers it from
+    /// the king's moves alone — a safe king move is always legal (no pin holds the king;
+    /// `gen_standard` keeps every one) — and only a king without one needs the full list.
     pub fn has_legal_move(&self) -> bool {
-        // Cheap enough: generation never allocates and the list lives on the stack.
+        if matches!(self.variant, Variant::Standard | Variant::Hidden)
+            && let Some(king) = self.board.king_of(self.turn)
+        {
+            let mut kings = MoveList::new();
+            self.gen_safe_king(king, !self.board.by_color(self.turn), &mut kings);
+            if !kings.is_empty() {
+                return true;
+            }
+        }
+        // Generation never allocates and the list lives on the stack.
         !self.legal_move_list().is_empty()
     }
 

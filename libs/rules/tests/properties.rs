@@ -6,8 +6,8 @@
 //! not entitled to, some pair of layouts would tell them apart.
 
 use frontier_rules::{
-    Audience, Color, Game, HiddenState, Layout, MoveEvent, Position, Role, Shuffle, Square,
-    Variant, View, hidden_start_squares, robustness::exercise_parsers,
+    Audience, Color, Game, HiddenState, Layout, MoveEvent, MoveKind, Position, Role, Shuffle,
+    Square, Variant, View, hidden_start_squares, robustness::exercise_parsers,
 };
 use proptest::prelude::*;
 
@@ -293,4 +293,72 @@ fn true_role(layout: &str, sq: Square) -> Option<Role> {
         }
     }
     None
+}
+
+/// `has_legal_move` (which answers from the king's safe squares first in standard and
+/// hidden chess) says what the full legal list says, in every position of random games of
+/// every variant: with a king move, without one but with others, and with none (mate,
+/// stalemate); and in the hand-picked ends below.
+#[test]
+fn has_legal_move_says_what_the_legal_list_says() {
+    let mut x: u64 = 0x2545_f491_4f6c_dd1d;
+    let mut next = move || {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x
+    };
+    // Positions with a legal king move, without one but with other moves, with none.
+    let mut seen = [0usize; 3];
+    let mut check = |position: &Position| {
+        let list = position.legal_move_list();
+        assert_eq!(
+            position.has_legal_move(),
+            !list.is_empty(),
+            "{}",
+            position.fen()
+        );
+        let king_moves = list
+            .iter()
+            .any(|m| m.role() == Role::King && !matches!(m.kind(), MoveKind::Castle { .. }));
+        seen[if list.is_empty() {
+            2
+        } else if king_moves {
+            0
+        } else {
+            1
+        }] += 1;
+    };
+    for round in 0..240 {
+        let variant = [Variant::Standard, Variant::Hidden, Variant::Atomic][round % 3];
+        let mut game = Game::new(variant).expect("game");
+        for _ in 0..400 {
+            check(game.position());
+            if game.outcome().is_some() {
+                break;
+            }
+            if game.pending_promotion().is_some() {
+                let role = Role::PROMOTIONS[(next() % 4) as usize];
+                game.choose_promotion(role).expect("choice");
+                continue;
+            }
+            let moves = game.legal_moves();
+            let m = moves[(next() % moves.len() as u64) as usize];
+            game.play(&m).expect("legal");
+        }
+    }
+    for (variant, fen) in [
+        // Stalemate, mate, a double check with no king move, a smothered mate.
+        (Variant::Standard, "7k/5Q2/6K1/8/8/8/8/8 b - - 0 1"),
+        (Variant::Standard, "6k1/5ppp/8/8/8/8/8/R5K1 b - - 0 1"),
+        (Variant::Standard, "R5k1/5ppp/8/8/8/8/8/6K1 b - - 0 1"),
+        (Variant::Standard, "6rk/5Npp/8/8/8/8/8/6K1 b - - 0 1"),
+        (Variant::Standard, "4k3/8/8/8/8/8/3PPP2/3QKB2 w - - 0 1"),
+    ] {
+        check(&Position::from_fen(variant, fen).expect("fen"));
+    }
+    assert!(
+        seen.iter().all(|&n| n > 0),
+        "king move, other moves only, none: {seen:?}"
+    );
 }
