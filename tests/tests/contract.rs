@@ -12,7 +12,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::Context as _;
-use common::{Client, Platform, get, post, start_game};
+use common::{Client, Platform, get, post, start_game, start_timed_game};
 use frontier_platform::time::ManualClock;
 use futures_util::StreamExt as _;
 use serde_json::{Value, json};
@@ -436,20 +436,8 @@ async fn increments_start_with_the_clocks_after_each_sides_first_move() -> anyho
     let p = Platform::start_with_session_clock(1, 1, clock.clone()).await?;
     let mut white = Client::guest(p.gateways[0], "white").await?;
     let mut black = Client::guest(p.gateways[0], "black").await?;
-    white
-        .send(json!({"type": "create_board", "id": "c", "variant": "standard", "color": "white", "clock": {"minutes": 5, "increment": 3}}))
-        .await?;
-    let created = white
-        .until("board_created", |v| v["type"] == "board_created")
-        .await?;
-    let code = created["code"].as_str().context("code")?;
-    let game = created["game_id"].as_str().context("game")?.to_owned();
-    black
-        .send(json!({"type": "join_board", "id": "j", "code": code}))
-        .await?;
-    black
-        .until("board_joined", |v| v["type"] == "board_joined")
-        .await?;
+    let clock_spec = json!({"minutes": 5, "increment": 3});
+    let game = start_timed_game(&mut white, &mut black, "standard", "white", clock_spec).await?;
     // Each side thinks for 2 s before each move and says so (`move_time_ms`), so no lag is
     // given back: a running clock loses exactly the 2 s.
     let mut readings = Vec::new();

@@ -6,7 +6,7 @@ mod common;
 use std::sync::Arc;
 
 use anyhow::Context as _;
-use common::{Client, Platform, leak, start_game};
+use common::{Client, Platform, leak, open_board, start_game};
 use serde_json::json;
 
 /// White: a1 pawn, b1 queen, c1 bishop, d1 rook, f1 bishop, g1 rook, h1 knight, a2 knight,
@@ -399,20 +399,10 @@ async fn a_move_comes_back_to_its_mover_with_its_ack_each_version_once() -> anyh
 async fn move_while_the_follow_starts(p: &Platform, n: usize) -> anyhow::Result<()> {
     let mut white = Client::guest(p.gateways[0], &format!("white{n}")).await?;
     let mut black = Client::guest(p.gateways[0], &format!("black{n}")).await?;
-    white
-        .send(json!({"type": "create_board", "id": "c", "variant": "standard", "color": "white"}))
-        .await?;
-    let created = white
-        .until("board_created", |v| v["type"] == "board_created")
-        .await?;
-    let code = created["code"].as_str().context("code")?.to_owned();
-    let game = created["game_id"].as_str().context("game")?.to_owned();
-    black
-        .send(json!({"type": "join_board", "id": "j", "code": code}))
-        .await?;
-    black
-        .until("board_joined", |v| v["type"] == "board_joined")
-        .await?;
+    // Not `start_game`: waiting for both views of the start would narrow the race.
+    let create =
+        json!({"type": "create_board", "id": "c", "variant": "standard", "color": "white"});
+    let game = open_board(&mut white, &mut black, create).await?;
     for (mover, uci) in [(&mut white, "e2e4"), (&mut black, "e7e5")] {
         let version = mover.play(&game, uci).await?;
         // Within the harness's wait (30 s): the presence tick, which would also find the

@@ -918,6 +918,23 @@ pub async fn start_timed_game(
     if !clock.is_null() {
         create["clock"] = clock;
     }
+    let game = open_board(creator, joiner, create).await?;
+    // Each side sees the start either as the event of version 2 or, if its first view was
+    // read after the join, in that view.
+    for c in [creator, joiner] {
+        c.reached(&game, 2).await?;
+    }
+    Ok(game)
+}
+
+/// `creator` sends `create` (a `create_board` message) and `joiner` joins by its code: the
+/// game's id once the join is answered, without waiting for either side's view of the
+/// start (see [`start_timed_game`] for that).
+pub async fn open_board(
+    creator: &mut Client,
+    joiner: &mut Client,
+    create: Value,
+) -> anyhow::Result<String> {
     creator.send(create).await?;
     let created = creator
         .until("board_created", |v| v["type"] == "board_created")
@@ -930,10 +947,5 @@ pub async fn start_timed_game(
     joiner
         .until("board_joined", |v| v["type"] == "board_joined")
         .await?;
-    // Each side sees the start either as the event of version 2 or, if its first view was
-    // read after the join, in that view.
-    for c in [creator, joiner] {
-        c.reached(&game, 2).await?;
-    }
     Ok(game)
 }
