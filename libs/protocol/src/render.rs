@@ -399,22 +399,18 @@ fn move_frame(
     out.push_str(r#","color":""#);
     out.push_str(event.mover.name());
     out.push_str(r#"","uci":""#);
-    push_square(&mut out, event.uci.from);
-    push_square(&mut out, event.uci.to);
-    if let Some(role) = event.uci.promotion {
-        out.push(role.char());
-    }
+    event.uci.push_to(&mut out);
     out.push('"');
     if let Some(r) = event.reveal {
         out.push_str(r#","reveal":{"square":""#);
-        push_square(&mut out, r.square);
+        r.square.push_name(&mut out);
         out.push_str(r#"","role":""#);
         out.push_str(r.role.name());
         out.push_str(r#""}"#);
     }
     if let Some(c) = event.captured {
         out.push_str(r#","captured":{"square":""#);
-        push_square(&mut out, c.square);
+        c.square.push_name(&mut out);
         out.push_str(r#"","role":""#);
         out.push_str(c.shown_role.name());
         out.push_str(r#"","hidden":"#);
@@ -433,7 +429,7 @@ fn move_frame(
                 out.push(',');
             }
             out.push('"');
-            push_square(&mut out, square);
+            square.push_name(&mut out);
             out.push('"');
         }
         out.push(']');
@@ -479,12 +475,6 @@ fn push_json_str(out: &mut String, s: &str) {
     out.push('"');
     out.push_str(s);
     out.push('"');
-}
-
-fn push_square(out: &mut String, square: Square) {
-    let [file, rank] = square.name();
-    out.push(char::from(file));
-    out.push(char::from(rank));
 }
 
 /// A number as serde_json writes it (through the same `itoa`).

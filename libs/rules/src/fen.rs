@@ -227,7 +227,7 @@ impl Setup {
         write_castling(&self.board, self.castling, self.hidden, out);
         out.push(' ');
         match self.ep_square {
-            Some(sq) => write_square(sq, out),
+            Some(sq) => sq.push_name(out),
             None => out.push('-'),
         }
         out.push(' ');
@@ -429,11 +429,6 @@ fn push_ascii(bytes: &[u8], out: &mut String) {
     }
 }
 
-/// A square's name (`e3`), without the formatting machinery.
-fn write_square(sq: Square, out: &mut String) {
-    push_ascii(&sq.name(), out);
-}
-
 /// A counter in decimal, without the formatting machinery.
 fn write_number(mut n: u32, out: &mut String) {
     let mut digits = [0u8; 10];
@@ -493,7 +488,7 @@ pub(crate) fn write_hidden(hidden: Bitboard, out: &mut String) {
         out.push('-');
     }
     for sq in hidden {
-        write_square(sq, out);
+        sq.push_name(out);
     }
 }
 

@@ -337,6 +337,14 @@ impl Square {
     pub fn name(self) -> [u8; 2] {
         [b'a' + (self.0 & 7), b'1' + (self.0 >> 3)]
     }
+
+    /// Appends its name (`e4`), without the formatting machinery.
+    #[inline]
+    pub fn push_name(self, out: &mut String) {
+        let [file, rank] = self.name();
+        out.push(char::from(file));
+        out.push(char::from(rank));
+    }
 }
 
 impl fmt::Display for Square {

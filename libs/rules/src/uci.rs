@@ -67,10 +67,10 @@ impl FromStr for UciMove {
     }
 }
 
-impl fmt::Display for UciMove {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        // One write of at most five ASCII bytes (a move is written several times on every
-        // move of a live game: its record, its event).
+impl UciMove {
+    /// The move as at most five ASCII bytes, and how many (a move is written several times
+    /// on every move of a live game: its record, its event).
+    fn ascii(&self) -> ([u8; 5], usize) {
         let mut text = [0u8; 5];
         text[..2].copy_from_slice(&self.from.name());
         text[2..4].copy_from_slice(&self.to.name());
@@ -81,6 +81,22 @@ impl fmt::Display for UciMove {
             }
             None => 4,
         };
+        (text, len)
+    }
+
+    /// Appends the move in UCI notation, without the formatting machinery.
+    pub fn push_to(&self, out: &mut String) {
+        let (text, len) = self.ascii();
+        if let Ok(text) = std::str::from_utf8(&text[..len]) {
+            out.push_str(text);
+        }
+    }
+}
+
+impl fmt::Display for UciMove {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // One write of the move's bytes.
+        let (text, len) = self.ascii();
         f.write_str(std::str::from_utf8(&text[..len]).map_err(|_| fmt::Error)?)
     }
 }
