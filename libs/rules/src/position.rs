@@ -269,7 +269,7 @@ impl Position {
     pub fn legal_ep_square(&self) -> Option<Square> {
         let ep = self.ep_square?;
         let mut moves = MoveList::new();
-        self.gen_en_passant(&mut moves);
+        self.gen_en_passant(Bitboard::FULL, Bitboard::FULL, &mut moves);
         let king = self.board.king_of(self.turn);
         moves
             .iter()
@@ -322,9 +322,25 @@ impl Position {
     /// All legal moves, appended to `moves`. A hidden piece's move is listed once, without
     /// promotion, whatever it turns out to be.
     pub fn legal_moves(&self, moves: &mut MoveList) {
+        self.legal_moves_masked(Bitboard::FULL, Bitboard::FULL, moves);
+    }
+
+    /// The legal moves from `from` to `to` (a pawn's promotions, or nothing), appended to
+    /// `moves`: the full list's moves between those squares, found without generating the
+    /// rest. A move's square names pick one this way ([`Position::to_move`]).
+    pub fn legal_moves_between(&self, from: Square, to: Square, moves: &mut MoveList) {
+        self.legal_moves_masked(Bitboard::from(from), Bitboard::from(to), moves);
+    }
+
+    /// The legal moves of the pieces on `from` to the squares of `to`. Every generator
+    /// below takes the two masks: the pieces it moves are ANDed with `from` and their
+    /// destinations with `to`, so that a legal move is generated exactly when it is in the
+    /// full list and its squares are in the masks (castling is the king's move to its
+    /// g- or c-file square).
+    fn legal_moves_masked(&self, from: Bitboard, to: Bitboard, moves: &mut MoveList) {
         match self.variant {
-            Variant::Standard | Variant::Hidden => self.gen_standard(moves),
-            Variant::Atomic => self.gen_atomic(moves),
+            Variant::Standard | Variant::Hidden => self.gen_standard(from, to, moves),
+            Variant::Atomic => self.gen_atomic(from, to, moves),
         }
     }
 
@@ -355,7 +371,7 @@ impl Position {
 
     // ---- move generation, standard and hidden ----
 
-    fn gen_standard(&self, moves: &mut MoveList) {
+    fn gen_standard(&self, from: Bitboard, to: Bitboard, moves: &mut MoveList) {
         let us = self.turn;
         let Some(king) = self.board.king_of(us) else {
             return;
@@ -363,21 +379,26 @@ impl Position {
         let ours = self.board.by_color(us);
         let checkers = self.board.attackers_to(king, !us, self.board.occupied());
         let start = moves.len();
+        let king_moves = from.contains(king);
         if checkers.is_empty() {
-            let target = !ours;
-            self.gen_pieces(target, moves);
-            self.gen_pawns(target, moves);
-            self.gen_safe_king(king, target, moves);
-            self.gen_castling(king, moves);
+            let target = !ours & to;
+            self.gen_pieces(from, target, moves);
+            self.gen_pawns(from, target, moves);
+            if king_moves {
+                self.gen_safe_king(king, target, moves);
+                self.gen_castling(king, to, moves);
+            }
         } else {
-            self.gen_safe_king(king, !ours, moves);
+            if king_moves {
+                self.gen_safe_king(king, !ours & to, moves);
+            }
             if let Some(checker) = checkers.single_square() {
-                let target = between(king, checker) | checker;
-                self.gen_pieces(target, moves);
-                self.gen_pawns(target, moves);
+                let target = (between(king, checker) | checker) & to;
+                self.gen_pieces(from, target, moves);
+                self.gen_pawns(from, target, moves);
             }
         }
-        let has_ep = self.gen_en_passant(moves);
+        let has_ep = self.gen_en_passant(from, to, moves);
         let blockers = self.slider_blockers(king) & ours;
         if blockers.nonempty() || has_ep {
             let mut i = start;
@@ -451,9 +472,9 @@ impl Position {
         }
     }
 
-    /// Knights, bishops, rooks and queens moving to `target`.
-    fn gen_pieces(&self, target: Bitboard, moves: &mut MoveList) {
-        let ours = self.board.by_color(self.turn);
+    /// Knights, bishops, rooks and queens on `from` moving to `target`.
+    fn gen_pieces(&self, from: Bitboard, target: Bitboard, moves: &mut MoveList) {
+        let ours = self.board.by_color(self.turn) & from;
         let occupied = self.board.occupied();
         for from in ours & self.board.by_role(Role::Knight) {
             self.push_targets(
@@ -508,13 +529,14 @@ impl Position {
         }
     }
 
-    /// Pawn pushes and captures to `target` (not en passant), set-wise. A pawn on its own
-    /// back rank (hidden chess) steps one square; two only from its pawn rank.
-    fn gen_pawns(&self, target: Bitboard, moves: &mut MoveList) {
+    /// Pawn pushes and captures of the pawns on `from` to `target` (not en passant),
+    /// set-wise. A pawn on its own back rank (hidden chess) steps one square; two only from
+    /// its pawn rank.
+    fn gen_pawns(&self, from: Bitboard, target: Bitboard, moves: &mut MoveList) {
         let us = self.turn;
         let them = self.board.by_color(!us);
         let empty = !self.board.occupied();
-        let pawns = self.board.by_color(us) & self.board.by_role(Role::Pawn);
+        let pawns = self.board.by_color(us) & self.board.by_role(Role::Pawn) & from;
         if pawns.is_empty() {
             return;
         }
@@ -561,15 +583,17 @@ impl Position {
         }
     }
 
-    /// En-passant captures, unchecked for pins; returns whether any was generated.
-    fn gen_en_passant(&self, moves: &mut MoveList) -> bool {
-        let Some(ep) = self.ep_square else {
+    /// En-passant captures by the pawns on `from` when `to` holds the square, unchecked
+    /// for pins; returns whether any was generated.
+    fn gen_en_passant(&self, from: Bitboard, to: Bitboard, moves: &mut MoveList) -> bool {
+        let Some(ep) = self.ep_square.filter(|&ep| to.contains(ep)) else {
             return false;
         };
         let us = self.turn;
         let capturers = attacks::pawn_attacks(!us, ep)
             & self.board.by_color(us)
-            & self.board.by_role(Role::Pawn);
+            & self.board.by_role(Role::Pawn)
+            & from;
         for from in capturers {
             moves.push(Move {
                 from,
@@ -633,12 +657,16 @@ impl Position {
         })
     }
 
-    /// Castling (called only when not in check): the king may not pass through or land on
-    /// an attacked square. In hidden chess the corner piece is the hidden apparent rook.
-    fn gen_castling(&self, king: Square, moves: &mut MoveList) {
+    /// Castling (called only when not in check) to the king's squares in `to`: the king may
+    /// not pass through or land on an attacked square. In hidden chess the corner piece is
+    /// the hidden apparent rook.
+    fn gen_castling(&self, king: Square, to: Bitboard, moves: &mut MoveList) {
         let them = !self.turn;
         let without_king = self.board.occupied() ^ king;
-        for (m, king_path) in self.castling_candidates(king) {
+        for (m, king_path) in self
+            .castling_candidates(king)
+            .filter(|(m, _)| to.contains(m.to))
+        {
             let MoveKind::Castle { side, rook } = m.kind else {
                 continue;
             };
@@ -657,7 +685,7 @@ impl Position {
 
     // ---- atomic ----
 
-    fn gen_atomic(&self, moves: &mut MoveList) {
+    fn gen_atomic(&self, from: Bitboard, to: Bitboard, moves: &mut MoveList) {
         if self.exploded_king().is_some() {
             return;
         }
@@ -667,21 +695,23 @@ impl Position {
         };
         let start = moves.len();
         let ours = self.board.by_color(us);
-        self.gen_pieces(!ours, moves);
-        self.gen_pawns(!ours, moves);
-        self.gen_en_passant(moves);
-        // A king never captures: it would be caught in its own explosion.
-        for to in king_attacks(king) & !self.board.occupied() {
-            moves.push(Move {
-                from: king,
-                to,
-                role: Role::King,
-                capture: None,
-                promotion: None,
-                kind: MoveKind::Normal,
-            });
+        self.gen_pieces(from, !ours & to, moves);
+        self.gen_pawns(from, !ours & to, moves);
+        self.gen_en_passant(from, to, moves);
+        if from.contains(king) {
+            // A king never captures: it would be caught in its own explosion.
+            for dest in king_attacks(king) & !self.board.occupied() & to {
+                moves.push(Move {
+                    from: king,
+                    to: dest,
+                    role: Role::King,
+                    capture: None,
+                    promotion: None,
+                    kind: MoveKind::Normal,
+                });
+            }
+            self.gen_atomic_castling(king, to, moves);
         }
-        self.gen_atomic_castling(king, moves);
         let mut i = start;
         while i < moves.len() {
             if self.atomic_is_legal(&moves[i]) {
@@ -705,9 +735,12 @@ impl Position {
             .any(|sq| self.board.attackers_to(sq, them, occupied).nonempty())
     }
 
-    fn gen_atomic_castling(&self, king: Square, moves: &mut MoveList) {
+    fn gen_atomic_castling(&self, king: Square, to: Bitboard, moves: &mut MoveList) {
         let occupied = self.board.occupied();
-        for (m, king_path) in self.castling_candidates(king) {
+        for (m, king_path) in self
+            .castling_candidates(king)
+            .filter(|(m, _)| to.contains(m.to))
+        {
             let MoveKind::Castle { side, rook } = m.kind else {
                 continue;
             };

@@ -5,7 +5,7 @@ use std::fmt;
 use std::str::FromStr;
 
 use crate::Move;
-use crate::position::{MoveKind, Position, Variant};
+use crate::position::{MoveKind, MoveList, Position, Variant};
 use crate::types::{Role, Square};
 
 /// A move as written: two squares and an optional promotion letter. Not yet checked.
@@ -128,11 +128,11 @@ impl Position {
         if !self.board.by_color(self.turn).contains(uci.from) {
             return Err(MoveError::NoPiece(uci.from));
         }
-        let moves = self.legal_move_list();
-        let mut same_squares = moves
-            .iter()
-            .filter(|m| m.from == uci.from && m.to == uci.to)
-            .peekable();
+        // Only the moves between the two squares are generated (a pawn's four promotions at
+        // most), not the whole list.
+        let mut moves = MoveList::new();
+        self.legal_moves_between(uci.from, uci.to, &mut moves);
+        let mut same_squares = moves.iter().peekable();
         let Some(&first) = same_squares.peek().copied() else {
             return Err(MoveError::Illegal(*uci));
         };

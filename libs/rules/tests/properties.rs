@@ -362,3 +362,81 @@ fn has_legal_move_says_what_the_legal_list_says() {
         "king move, other moves only, none: {seen:?}"
     );
 }
+
+/// `legal_moves_between` (which `to_move` asks, generating only the moves between two
+/// squares) lists exactly the full list's moves between those squares, in every position
+/// of random games of every variant: for every square of the side to move against every
+/// destination its pieces have, and against random squares. Castling, en passant, a
+/// promotion and a king's move in check must all turn up among the moves compared.
+#[test]
+fn moves_between_two_squares_are_the_full_lists_moves_between_them() {
+    use frontier_rules::MoveList;
+    let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+    let mut next = move || {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x
+    };
+    // Castling, en passant, promotion, a king's move out of check.
+    let mut seen = [0usize; 4];
+    let mut check = |position: &Position, random: u64| {
+        let list = position.legal_move_list();
+        let mut pairs: Vec<(Square, Square)> = list.iter().map(|m| (m.from(), m.to())).collect();
+        for i in 0..4u64 {
+            let from = Square::from_index(((random >> (i * 12)) % 64) as u8).expect("square");
+            let to = Square::from_index(((random >> (i * 12 + 6)) % 64) as u8).expect("square");
+            pairs.push((from, to));
+        }
+        for (from, to) in pairs {
+            let mut between = MoveList::new();
+            position.legal_moves_between(from, to, &mut between);
+            let mut expected: Vec<_> = list
+                .iter()
+                .filter(|m| m.from() == from && m.to() == to)
+                .copied()
+                .collect();
+            let mut got: Vec<_> = between.to_vec();
+            let key = |m: &frontier_rules::Move| format!("{m:?}");
+            expected.sort_by_key(key);
+            got.sort_by_key(key);
+            assert_eq!(got, expected, "{} {from}{to}", position.fen());
+        }
+        let in_check = position.is_check();
+        for m in &list {
+            match m.kind() {
+                MoveKind::Castle { .. } => seen[0] += 1,
+                MoveKind::EnPassant => seen[1] += 1,
+                _ => {}
+            }
+            if m.promotion().is_some() {
+                seen[2] += 1;
+            }
+            if in_check && m.role() == Role::King {
+                seen[3] += 1;
+            }
+        }
+    };
+    for round in 0..240 {
+        let variant = [Variant::Standard, Variant::Hidden, Variant::Atomic][round % 3];
+        let mut game = Game::new(variant).expect("game");
+        for _ in 0..400 {
+            check(game.position(), next());
+            if game.outcome().is_some() {
+                break;
+            }
+            if game.pending_promotion().is_some() {
+                let role = Role::PROMOTIONS[(next() % 4) as usize];
+                game.choose_promotion(role).expect("choice");
+                continue;
+            }
+            let moves = game.legal_moves();
+            let m = moves[(next() % moves.len() as u64) as usize];
+            game.play(&m).expect("legal");
+        }
+    }
+    assert!(
+        seen.iter().all(|&n| n > 0),
+        "castling, en passant, promotion, king out of check: {seen:?}"
+    );
+}
