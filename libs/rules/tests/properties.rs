@@ -295,19 +295,43 @@ fn true_role(layout: &str, sq: Square) -> Option<Role> {
     None
 }
 
-/// `has_legal_move` (which answers from the king's safe squares first in standard and
-/// hidden chess) says what the full legal list says, in every position of random games of
-/// every variant: with a king move, without one but with others, and with none (mate,
-/// stalemate); and in the hand-picked ends below.
-#[test]
-fn has_legal_move_says_what_the_legal_list_says() {
-    let mut x: u64 = 0x2545_f491_4f6c_dd1d;
+/// Plays `rounds` random games (standard, hidden and atomic chess in turn, at most 400
+/// plies each, promotions chosen at random) and shows `check` every position reached, with
+/// a fresh random number. The xorshift is seeded, so a failure repeats.
+fn each_random_position(seed: u64, rounds: usize, mut check: impl FnMut(&Position, u64)) {
+    let mut x = seed;
     let mut next = move || {
         x ^= x << 13;
         x ^= x >> 7;
         x ^= x << 17;
         x
     };
+    for round in 0..rounds {
+        let variant = [Variant::Standard, Variant::Hidden, Variant::Atomic][round % 3];
+        let mut game = Game::new(variant).expect("game");
+        for _ in 0..400 {
+            check(game.position(), next());
+            if game.outcome().is_some() {
+                break;
+            }
+            if game.pending_promotion().is_some() {
+                let role = Role::PROMOTIONS[(next() % 4) as usize];
+                game.choose_promotion(role).expect("choice");
+                continue;
+            }
+            let moves = game.legal_moves();
+            let m = moves[(next() % moves.len() as u64) as usize];
+            game.play(&m).expect("legal");
+        }
+    }
+}
+
+/// `has_legal_move` (which answers from the king's safe squares first in standard and
+/// hidden chess) says what the full legal list says, in every position of random games of
+/// every variant: with a king move, without one but with others, and with none (mate,
+/// stalemate); and in the hand-picked ends below.
+#[test]
+fn has_legal_move_says_what_the_legal_list_says() {
     // Positions with a legal king move, without one but with other moves, with none.
     let mut seen = [0usize; 3];
     let mut check = |position: &Position| {
@@ -329,24 +353,7 @@ fn has_legal_move_says_what_the_legal_list_says() {
             1
         }] += 1;
     };
-    for round in 0..240 {
-        let variant = [Variant::Standard, Variant::Hidden, Variant::Atomic][round % 3];
-        let mut game = Game::new(variant).expect("game");
-        for _ in 0..400 {
-            check(game.position());
-            if game.outcome().is_some() {
-                break;
-            }
-            if game.pending_promotion().is_some() {
-                let role = Role::PROMOTIONS[(next() % 4) as usize];
-                game.choose_promotion(role).expect("choice");
-                continue;
-            }
-            let moves = game.legal_moves();
-            let m = moves[(next() % moves.len() as u64) as usize];
-            game.play(&m).expect("legal");
-        }
-    }
+    each_random_position(0x2545_f491_4f6c_dd1d, 240, |position, _| check(position));
     for (variant, fen) in [
         // Stalemate, mate, a double check with no king move, a smothered mate.
         (Variant::Standard, "7k/5Q2/6K1/8/8/8/8/8 b - - 0 1"),
@@ -371,13 +378,6 @@ fn has_legal_move_says_what_the_legal_list_says() {
 #[test]
 fn moves_between_two_squares_are_the_full_lists_moves_between_them() {
     use frontier_rules::MoveList;
-    let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
-    let mut next = move || {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        x
-    };
     // Castling, en passant, promotion, a king's move out of check.
     let mut seen = [0usize; 4];
     let mut check = |position: &Position, random: u64| {
@@ -417,24 +417,7 @@ fn moves_between_two_squares_are_the_full_lists_moves_between_them() {
             }
         }
     };
-    for round in 0..240 {
-        let variant = [Variant::Standard, Variant::Hidden, Variant::Atomic][round % 3];
-        let mut game = Game::new(variant).expect("game");
-        for _ in 0..400 {
-            check(game.position(), next());
-            if game.outcome().is_some() {
-                break;
-            }
-            if game.pending_promotion().is_some() {
-                let role = Role::PROMOTIONS[(next() % 4) as usize];
-                game.choose_promotion(role).expect("choice");
-                continue;
-            }
-            let moves = game.legal_moves();
-            let m = moves[(next() % moves.len() as u64) as usize];
-            game.play(&m).expect("legal");
-        }
-    }
+    each_random_position(0x9e37_79b9_7f4a_7c15, 240, &mut check);
     assert!(
         seen.iter().all(|&n| n > 0),
         "castling, en passant, promotion, king out of check: {seen:?}"
