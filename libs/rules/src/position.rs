@@ -325,8 +325,10 @@ impl Position {
         self.legal_moves_masked(Bitboard::FULL, Bitboard::FULL, moves);
     }
 
-    /// The legal moves from `from` to `to` (a pawn's promotions, or nothing), appended to
-    /// `moves`: the full list's moves between those squares, found without generating the
+    /// The legal moves from `from` to `to`, appended to `moves`: none, one, a pawn's four
+    /// promotions, or — only in a set-up position whose king stands beside its castling
+    /// square — the king's step and its castling, in that order. The same moves as the full
+    /// list has between those squares (not in its order), found without generating the
     /// rest. A move's square names pick one this way ([`Position::to_move`]).
     pub fn legal_moves_between(&self, from: Square, to: Square, moves: &mut MoveList) {
         self.legal_moves_masked(Bitboard::from(from), Bitboard::from(to), moves);
@@ -336,7 +338,9 @@ impl Position {
     /// below takes the two masks: the pieces it moves are ANDed with `from` and their
     /// destinations with `to`, so that a legal move is generated exactly when it is in the
     /// full list and its squares are in the masks (castling is the king's move to its
-    /// g- or c-file square).
+    /// g- or c-file square). Legality is judged move by move, so masking changes which
+    /// moves are listed, never whether one is legal; the order may differ from the full
+    /// list's (whose pin filter swaps moves about).
     fn legal_moves_masked(&self, from: Bitboard, to: Bitboard, moves: &mut MoveList) {
         match self.variant {
             Variant::Standard | Variant::Hidden => self.gen_standard(from, to, moves),

@@ -124,6 +124,10 @@ impl Position {
     /// In hidden chess a hidden piece that may reach its last rank (say the a1 "rook" going
     /// to a8) may carry a promotion letter: the choice made in advance, used only if it turns
     /// out to be a pawn. Every decision here uses public information only.
+    ///
+    /// A king's step and its castling can share both squares only in a set-up position
+    /// (Chess960-like, the king beside its castling square): the step is the move named
+    /// then, as [`Position::legal_moves_between`] lists it first.
     pub fn to_move(&self, uci: &UciMove) -> Result<Move, MoveError> {
         if !self.board.by_color(self.turn).contains(uci.from) {
             return Err(MoveError::NoPiece(uci.from));

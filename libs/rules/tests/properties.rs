@@ -370,11 +370,36 @@ fn has_legal_move_says_what_the_legal_list_says() {
     );
 }
 
+/// A set-up (Chess960-like) position where the king's step f1-g1 and its castling share
+/// both squares, with a pinned knight the full list's pin filter swaps about.
+const KING_BESIDE_ITS_CASTLING_SQUARE: &str = "k4r2/8/8/8/8/8/5N2/5K1R w K - 0 1";
+
+/// `to_move` names the king's step, not the castling, when both go between the same
+/// squares (only a set-up position can have it); the castling is still in the list.
+#[test]
+fn a_kings_step_and_its_castling_on_the_same_squares_name_the_step() {
+    for variant in [Variant::Standard, Variant::Atomic] {
+        let position = Position::from_fen(variant, KING_BESIDE_ITS_CASTLING_SQUARE).expect("fen");
+        let named = position.parse_uci("f1g1").expect("legal");
+        assert_eq!(named.kind(), MoveKind::Normal, "{variant:?}: the step");
+        assert!(
+            position
+                .legal_move_list()
+                .iter()
+                .any(|m| matches!(m.kind(), MoveKind::Castle { .. }) && m.to().to_string() == "g1"),
+            "{variant:?}: castling is legal too"
+        );
+    }
+}
+
 /// `legal_moves_between` (which `to_move` asks, generating only the moves between two
 /// squares) lists exactly the full list's moves between those squares, in every position
-/// of random games of every variant: for every square of the side to move against every
-/// destination its pieces have, and against random squares. Castling, en passant, a
-/// promotion and a king's move in check must all turn up among the moves compared.
+/// of random games of every variant: for every legal move's squares, for one random piece
+/// of the side to move against all 64 squares (a pinned piece's illegal moves must stay
+/// out), and for random pairs; then in hand-picked set-ups (double check, an en passant
+/// that would bare the king along its rank, a king beside its castling square). Castling,
+/// en passant, a promotion and a king's move in check must all turn up among the moves
+/// compared.
 #[test]
 fn moves_between_two_squares_are_the_full_lists_moves_between_them() {
     use frontier_rules::MoveList;
@@ -387,6 +412,13 @@ fn moves_between_two_squares_are_the_full_lists_moves_between_them() {
             let from = Square::from_index(((random >> (i * 12)) % 64) as u8).expect("square");
             let to = Square::from_index(((random >> (i * 12 + 6)) % 64) as u8).expect("square");
             pairs.push((from, to));
+        }
+        let ours: Vec<Square> = position.board().by_color(position.turn()).collect();
+        if !ours.is_empty() {
+            let from = ours[((random >> 48) % ours.len() as u64) as usize];
+            for to in 0..64 {
+                pairs.push((from, Square::from_index(to).expect("square")));
+            }
         }
         for (from, to) in pairs {
             let mut between = MoveList::new();
@@ -418,6 +450,17 @@ fn moves_between_two_squares_are_the_full_lists_moves_between_them() {
         }
     };
     each_random_position(0x9e37_79b9_7f4a_7c15, 240, &mut check);
+    for (variant, fen) in [
+        // Double check; en passant that would bare the king along the fifth rank.
+        (Variant::Standard, "4r1k1/8/8/8/1b6/8/8/4K3 w - - 0 1"),
+        (Variant::Standard, "8/8/8/K2pP2r/8/8/8/7k w - d6 0 1"),
+        (Variant::Atomic, "8/8/8/K2pP2r/8/8/8/7k w - d6 0 1"),
+        // The king beside its castling square, a pinned knight ahead of it in the list.
+        (Variant::Standard, KING_BESIDE_ITS_CASTLING_SQUARE),
+        (Variant::Atomic, KING_BESIDE_ITS_CASTLING_SQUARE),
+    ] {
+        check(&Position::from_fen(variant, fen).expect("fen"), 0);
+    }
     assert!(
         seen.iter().all(|&n| n > 0),
         "castling, en passant, promotion, king out of check: {seen:?}"
