@@ -2030,3 +2030,41 @@ test('dark mode darkens the board; the hidden mark stands at least 3:1 (WCAG AA,
   await shot(me.page, '41-dark-board');
   await me.context.close();
 });
+
+test('a game record left before it loaded draws nothing on the screen the player went to (a live game keeps its own board)', { skip: SKIP || false }, async () => {
+  const me = await player();
+  const errors = pageErrors(me.page);
+  await enterAsGuest(me.page);
+  const { id } = await createBoard(me.page, { variant: 'hidden' });
+  await me.page.waitForSelector('#board svg', { timeout: WAIT });
+  // The record's answer is held until the player is back on the game.
+  const recordId = '00000000-0000-4000-8000-000000000001';
+  let release;
+  const released = new Promise((r) => (release = r));
+  let asked;
+  const askedFor = new Promise((r) => (asked = r));
+  await me.page.route((url) => url.pathname === `/api/games/${recordId}`, async (route) => {
+    asked();
+    await released;
+    await route.fulfill({
+      status: 200,
+      contentType: 'application/json',
+      body: JSON.stringify({
+        id: recordId, variant: 'standard', rated: false, result: '1-0', outcome: 'white-resign',
+        white: { name: 'White' }, black: { name: 'Black' }, moves: [], final_fen: 'rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1',
+      }),
+    });
+  });
+  await goHash(me.page, `#/record/${recordId}`);
+  await askedFor;
+  await goHash(me.page, `#/game/${id}`);
+  await me.page.waitForSelector('#main.game-screen #board svg', { timeout: WAIT });
+  release();
+  // The record's answer is read (the page waits on it), then nothing of it may appear.
+  await me.page.waitForResponse((r) => r.url().endsWith(`/api/games/${recordId}`), { timeout: WAIT }).catch(() => {});
+  await me.page.evaluate(() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r))));
+  assert.equal(await me.page.locator('#r-first').count(), 0, 'no record controls on the game screen');
+  assert.equal(await me.page.locator('#main.game-screen').count(), 1, 'still the game screen');
+  assert.deepEqual(errors, [], 'no error thrown in the page');
+  await me.context.close();
+});

@@ -1423,6 +1423,8 @@ async function renderDashboard(id) {
       api(`/api/players/${id}/rating-history?variant=${variant}`),
       api(`/api/players/${id}/games?limit=10${app.dashBefore ? `&before=${encodeURIComponent(app.dashBefore)}` : ''}`),
     ]);
+    // Left for another screen while the answers came: nothing of this one is drawn there.
+    if (!main.isConnected) return;
     const changes = new Map();
     history.points.forEach((p, i) => changes.set(p.game_id, p.rating - (i ? history.points[i - 1].rating : 1500)));
     const ratings = VARIANTS.map((v) => {
@@ -1465,6 +1467,7 @@ async function renderLeaderboard() {
   const variant = app.boardVariant || 'standard';
   try {
     const lb = await api(`/api/leaderboard?variant=${variant}`);
+    if (!main.isConnected) return;
     const rows = lb.players.map((p, i) => `<tr><td>${i + 1}</td><td><a href="#/player/${p.id}">${esc(p.name)}</a></td><td>${Math.round(p.rating)}</td><td>${p.rated_games}</td></tr>`).join('');
     main.innerHTML = `<section class="card"><h1>${t('leaderboard')}</h1><label>${t('variant')} <select id="lb-variant">${options(VARIANTS, variant, (v) => t('variant_' + v))}</select></label>
       <table><thead><tr><th>#</th><th>${t('player')}</th><th>${t('rating')}</th><th>${t('games')}</th></tr></thead><tbody>${rows || `<tr><td colspan="4">${t('leaderboardEmpty')}</td></tr>`}</tbody></table></section>`;
@@ -1646,9 +1649,12 @@ async function renderRecord(id) {
   try {
     rec = await api(`/api/games/${id}`);
   } catch (e) {
-    main.innerHTML = `<p class="error">${esc(apiErrorText(e))}</p>`;
+    if (main.isConnected) main.innerHTML = `<p class="error">${esc(apiErrorText(e))}</p>`;
     return;
   }
+  // Left for another screen while the record came: nothing of it is drawn there (its
+  // `#board` would be that screen's — a live game's board showed the record's position).
+  if (!main.isConnected) return;
   // Replay with the published layout: every position of the game, public as it was shown.
   const positions = [startPosition(rec.variant)];
   let pos = positions[0];
@@ -1669,7 +1675,7 @@ async function renderRecord(id) {
       <aside class="side card"><h1>${esc(rec.white.name)} ${t('vs')} ${esc(rec.black.name)}</h1><p>${t('variant_' + rec.variant)} · ${rec.rated ? t('rated') : t('casual')} · ${esc(outcomeText({ result: rec.result, reason: rec.outcome.replace(/^(white|black|draw)-/, '') }))}</p>
       <p class="movetext">${list.map((m, i) => `${i % 2 === 0 ? `${i / 2 + 1}. ` : ''}<span class="${i + 1 === ply ? 'current' : ''}">${esc(m.san)}</span>`).join(' ')}</p>
       <p><a href="/api/games/${id}/pgn" download="frontier-${id}.pgn">${t('downloadPgn')}</a></p></aside>`;
-    const view = new BoardView($('#board'), { legalFrom: () => [], onMove: () => {} });
+    const view = new BoardView(main.querySelector('#board'), { legalFrom: () => [], onMove: () => {} });
     view.set({ fen: toFenSafe(positions[ply], rec), variant: rec.variant, orientation: 'white', last: positions[ply].lastMove || null });
     $('#r-first').onclick = () => ((ply = 0), draw());
     $('#r-prev').onclick = () => ((ply = Math.max(0, ply - 1)), draw());
