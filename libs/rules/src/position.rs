@@ -633,7 +633,12 @@ impl Position {
     /// (its destination included). Rights are rook squares (X-FEN): the king goes to the
     /// g- or c-file and the rook to the f- or d-file, and every square either crosses or
     /// lands on must be empty but for the two of them.
-    fn castling_candidates(&self, king: Square) -> impl Iterator<Item = (Move, Bitboard)> {
+    /// Only the castlings whose king square is in `to` are given.
+    fn castling_candidates(
+        &self,
+        king: Square,
+        to: Bitboard,
+    ) -> impl Iterator<Item = (Move, Bitboard)> {
         let back = self.turn.back_rank();
         let occupied = self.board.occupied();
         (self.castling & Bitboard::rank(back)).filter_map(move |rook| {
@@ -647,7 +652,7 @@ impl Position {
             let king_path = between(king, king_to) | king_to;
             let rook_path = between(rook, rook_to) | rook_to;
             let others = occupied ^ king ^ rook;
-            (others & (king_path | rook_path)).is_empty().then_some((
+            (to.contains(king_to) && (others & (king_path | rook_path)).is_empty()).then_some((
                 Move {
                     from: king,
                     to: king_to,
@@ -667,10 +672,7 @@ impl Position {
     fn gen_castling(&self, king: Square, to: Bitboard, moves: &mut MoveList) {
         let them = !self.turn;
         let without_king = self.board.occupied() ^ king;
-        for (m, king_path) in self
-            .castling_candidates(king)
-            .filter(|(m, _)| to.contains(m.to))
-        {
+        for (m, king_path) in self.castling_candidates(king, to) {
             let MoveKind::Castle { side, rook } = m.kind else {
                 continue;
             };
@@ -741,10 +743,7 @@ impl Position {
 
     fn gen_atomic_castling(&self, king: Square, to: Bitboard, moves: &mut MoveList) {
         let occupied = self.board.occupied();
-        for (m, king_path) in self
-            .castling_candidates(king)
-            .filter(|(m, _)| to.contains(m.to))
-        {
+        for (m, king_path) in self.castling_candidates(king, to) {
             let MoveKind::Castle { side, rook } = m.kind else {
                 continue;
             };
