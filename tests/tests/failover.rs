@@ -12,7 +12,13 @@
 //! A move the platform could not make safe meanwhile is answered `unavailable` and sent
 //! again under the same id. The verdict comes from the records: every acknowledged move is
 //! in its game, in order, at the version it was acknowledged at (none lost, doubled or
-//! skipped), and the killed master's games resumed within 10 s.
+//! skipped), and the killed master's games resumed within 10 s. Under Sentinel the games
+//! wait for Redis as well as for the platform: writes are confirmed again only once the
+//! other replica follows the new primary, which the sentinels may put off until their
+//! `failover-timeout` (10 s) when the leading sentinel cannot reach it at first (most
+//! likely what paused the games 11.4 s once in CI on a loaded machine). So the test also times when the new primary
+//! had a replica online, holds Redis to the sentinels' own bound for it, and the games to
+//! 10 s or, if Redis was later, to 3 s after it; the sentinels' log is printed with it.
 
 mod common;
 
@@ -25,7 +31,7 @@ use common::{Client, Platform, Servers, start_game};
 use frontier_platform::{GameId, Namespace, RedisConn};
 use frontier_rules::{Color, Position, Variant};
 use frontier_testkit::cluster::RedisCluster;
-use frontier_testkit::replicas::ReplicatedRedis;
+use frontier_testkit::replicas::{FAILOVER_TIMEOUT_MS, ReplicatedRedis};
 use serde_json::json;
 
 /// `cluster-node-timeout`: how long a master may be silent before it is failed over.
@@ -38,6 +44,13 @@ const PACE: Duration = Duration::from_millis(100);
 const RETRY_FOR: Duration = Duration::from_secs(60);
 /// How soon after the kill the killed master's games must be playing again.
 const RESUME_WITHIN: Duration = Duration::from_secs(10);
+/// How soon the killed master's games must be playing again once Redis can confirm their
+/// writes again (a new master with a replica online), if that took Redis longer than
+/// [`RESUME_WITHIN`] allows for.
+const RESUME_AFTER_REDIS: Duration = Duration::from_secs(3);
+/// The sentinels' `down-after-milliseconds`: how long a primary may be silent before
+/// they fail it over.
+const DOWN_AFTER_MS: u32 = 1000;
 /// How long the whole test may take.
 const LIMIT: Duration = Duration::from_secs(300);
 
@@ -208,6 +221,8 @@ struct Failover {
     doomed: Vec<String>,
     /// What the topology reported, for the figures.
     figures: String,
+    /// How long after the kill the doomed games may pause.
+    resume_within: Duration,
 }
 
 /// Plays on past the time the doomed games had to resume in (a game that has not resumed
@@ -224,8 +239,9 @@ async fn verdict(
         killed_at,
         doomed,
         figures,
+        resume_within,
     } = failover;
-    let until = (killed_at + RESUME_WITHIN).max(Instant::now()) + Duration::from_secs(3);
+    let until = (killed_at + resume_within).max(Instant::now()) + Duration::from_secs(3);
     tokio::time::sleep_until(until.into()).await;
     load.stop.store(true, Ordering::Relaxed);
     let stopped_at = Instant::now();
@@ -299,9 +315,9 @@ async fn verdict(
         outages.len(),
         outages.get(outages.len() / 2).copied().unwrap_or_default(),
     );
-    assert!(
-        worst <= RESUME_WITHIN,
-        "the killed master's games paused {worst:?}, more than {RESUME_WITHIN:?}"
+    anyhow::ensure!(
+        worst <= resume_within,
+        "the killed master's games paused {worst:?}, more than {resume_within:?}"
     );
     Ok(())
 }
@@ -387,6 +403,7 @@ async fn cluster_failover() -> anyhow::Result<()> {
         killed_at,
         doomed,
         figures,
+        resume_within: RESUME_WITHIN,
     };
     verdict(&p, load, &redis.urls(), failover, "Redis Cluster").await?;
     p.stop().await;
@@ -401,7 +418,7 @@ async fn killing_a_sentinel_managed_primary_fails_over_and_loses_no_acknowledged
 
 async fn sentinel_failover() -> anyhow::Result<()> {
     step("starting a Redis primary, 2 replicas, 3 sentinels");
-    let mut redis = ReplicatedRedis::start_with_sentinels(2, 3, 1000)?;
+    let mut redis = ReplicatedRedis::start_with_sentinels(2, 3, DOWN_AFTER_MS)?;
     let servers = Servers {
         redis: redis.sentinel_url(),
         nats: frontier_testkit::nats_url(),
@@ -425,12 +442,39 @@ async fn sentinel_failover() -> anyhow::Result<()> {
     step(&format!(
         "the sentinels named a new primary after {promotion:?}"
     ));
+    // Writes are confirmed again once the other replica follows the new primary: the
+    // sentinels point it there (at once, or — if the leading sentinel could not reach it
+    // — when their failover times out), and it synchronises.
+    let primary = redis.primary_by_sentinels()?;
+    let attached = wait_for("a replica online on the new primary", killed_at, || {
+        redis.online_replicas(primary) >= 1
+    })
+    .await?;
+    step(&format!(
+        "the new primary had a replica online after {attached:?}"
+    ));
+    let sentinels_bound =
+        Duration::from_millis(u64::from(DOWN_AFTER_MS + FAILOVER_TIMEOUT_MS)) + RESUME_AFTER_REDIS;
+    anyhow::ensure!(
+        attached <= sentinels_bound,
+        "the new primary had no replica online until {attached:?} after the kill, later \
+         than the sentinels' own bound ({sentinels_bound:?}):\n{}",
+        redis.sentinel_events()
+    );
     let failover = Failover {
         killed_at,
         doomed,
-        figures: format!("the sentinels named a new primary {promotion:?} after the kill"),
+        figures: format!(
+            "the sentinels named a new primary {promotion:?} after the kill, which had a \
+             replica online {attached:?} after it"
+        ),
+        resume_within: RESUME_WITHIN.max(attached + RESUME_AFTER_REDIS),
     };
-    verdict(&p, load, &redis.sentinel_url(), failover, "Sentinel").await?;
+    let judged = verdict(&p, load, &redis.sentinel_url(), failover, "Sentinel").await;
+    // What the sentinels did and when (shown with a failure: a slow failover is theirs
+    // or ours).
+    step(&format!("the sentinels' log:\n{}", redis.sentinel_events()));
+    judged?;
     p.stop().await;
     Ok(())
 }

@@ -19,6 +19,11 @@ const SYNC_TIMEOUT: Duration = Duration::from_secs(60);
 /// The name under which the sentinels know the primary.
 pub const SENTINEL_NAME: &str = "frontier";
 
+/// The sentinels' `failover-timeout`: among other things, how long the sentinel leading a
+/// failover waits for the other replicas to follow the promoted one before it sends them
+/// `REPLICAOF` again regardless (a replica it could not reach meanwhile follows then).
+pub const FAILOVER_TIMEOUT_MS: u32 = 10_000;
+
 /// A Redis primary (node 0 at the start) and its replicas (nodes 1…), and the sentinels
 /// watching them if any.
 pub struct ReplicatedRedis {
@@ -78,7 +83,7 @@ impl ReplicatedRedis {
                     "port {port}\nbind 127.0.0.1\ndir {dir}\n\
                      sentinel monitor {SENTINEL_NAME} 127.0.0.1 {primary} {quorum}\n\
                      sentinel down-after-milliseconds {SENTINEL_NAME} {down_after_ms}\n\
-                     sentinel failover-timeout {SENTINEL_NAME} 10000\n\
+                     sentinel failover-timeout {SENTINEL_NAME} {FAILOVER_TIMEOUT_MS}\n\
                      sentinel parallel-syncs {SENTINEL_NAME} {replicas}\n",
                     dir = dir.display(),
                     primary = redis.ports[0],
@@ -122,6 +127,36 @@ impl ReplicatedRedis {
             .map(|p| format!("127.0.0.1:{p}"))
             .collect();
         format!("redis+sentinel://{}/{SENTINEL_NAME}", hosts.join(","))
+    }
+
+    /// What the sentinels logged of failovers (elections, promotion, replicas
+    /// reconfigured, the end): each sentinel's lines naming a failover or a replica's
+    /// reconfiguration, under a header naming the sentinel. For a test to print when a
+    /// failover took longer than it should.
+    pub fn sentinel_events(&self) -> String {
+        let mut out = String::new();
+        for i in 0..self.sentinel_ports.len() {
+            let log = std::fs::read_to_string(self.dir.join(format!("sentinel{i}/sentinel.log")))
+                .unwrap_or_default();
+            out.push_str(&format!("sentinel {i}:\n"));
+            for line in log.lines().filter(|l| {
+                [
+                    "failover",
+                    "reconf",
+                    "elected",
+                    "promoted",
+                    "switch-master",
+                    "odown",
+                ]
+                .iter()
+                .any(|w| l.contains(w))
+            }) {
+                out.push_str("  ");
+                out.push_str(line);
+                out.push('\n');
+            }
+        }
+        out
     }
 
     /// Which node the sentinels name the primary (asking the first that answers).
@@ -184,6 +219,17 @@ impl ReplicatedRedis {
             cli(port, &["INFO", "replication"]).is_ok_and(|info| {
                 info.contains("master_link_status:up") && info.contains("master_sync_in_progress:0")
             })
+        })
+    }
+
+    /// How many replicas node `i` counts as online, attached and synchronised (`INFO
+    /// replication`: `connected_slaves`, each `slaveN:…,state=online,…`); 0 if it does not
+    /// answer.
+    pub fn online_replicas(&self, i: usize) -> usize {
+        cli(self.ports[i], &["INFO", "replication"]).map_or(0, |info| {
+            info.lines()
+                .filter(|l| l.starts_with("slave") && l.contains("state=online"))
+                .count()
         })
     }
 
