@@ -648,12 +648,26 @@ test('atomic against the computer: an explosion, and an undo', { skip: SKIP || f
   await enterAsGuest(me.page);
   await me.page.selectOption('#computer select[name=variant]', 'atomic');
   await me.page.selectOption('#computer select[name=color]', 'white');
+  // What the page holds now, to say which step lost a choice if one is lost: the recorded
+  // choice, the form on screen, whether that form records its changes, the redraws.
+  const lobby = () => me.page.evaluate(() => {
+    const form = document.querySelector('#computer');
+    return {
+      recorded: window.frontier.choices.computer.variant,
+      shown: form?.variant.value,
+      bound: typeof form?.onchange === 'function',
+      renders: window.frontier.renders,
+    };
+  });
+  const picked = await lobby();
+  assert.equal(picked.recorded, 'atomic', `the choice of atomic was not recorded: ${JSON.stringify(picked)}`);
   // The lobby is drawn again whenever what it shows changes (a connection's status, a
   // seek, here dark mode twice): the choices stand. (They once fell back to standard when
   // the status of a fresh connection came just after they were made.)
   await me.page.click('#dark');
   await me.page.click('#dark');
-  assert.equal(await me.page.inputValue('#computer select[name=variant]'), 'atomic');
+  const redrawn = await lobby();
+  assert.equal(redrawn.shown, 'atomic', `after the redraws: ${JSON.stringify(redrawn)}, after the choice: ${JSON.stringify(picked)}`);
   await me.page.click('#computer button[type=submit]');
   const started = await Promise.race([
     me.page.waitForSelector('#board svg', { timeout: WAIT }).then(() => ''),

@@ -83,6 +83,10 @@ const app = {
   three: { module: null, loading: null, board: null, failed: false },
   // The account's preferences: times read and applied, writes answered, writes in flight.
   prefs: { loaded: 0, saved: 0, pending: 0, chain: Promise.resolve() },
+  // The lobby forms' recorded choices (what their submits send), and how many times the
+  // screen was drawn: for a test to tell a choice never recorded from one drawn wrongly.
+  choices: { seek: seekChoice, computer: computerChoice, create: createChoice },
+  renders: 0,
 };
 window.frontier = app;
 
@@ -473,6 +477,7 @@ function chooseLook(key, value) {
 }
 
 function render() {
+  app.renders += 1;
   applyLooks();
   document.title = t('title');
   const main = document.body;
