@@ -14,11 +14,12 @@
 //! in its game, in order, at the version it was acknowledged at (none lost, doubled or
 //! skipped), and the killed master's games resumed within 10 s. Under Sentinel the games
 //! wait for Redis as well as for the platform: writes are confirmed again only once the
-//! other replica follows the new primary, which the sentinels may put off until their
-//! `failover-timeout` (10 s) when the leading sentinel cannot reach it at first (most
-//! likely what paused the games 11.4 s once in CI on a loaded machine). So the test also times when the new primary
-//! had a replica online, holds Redis to the sentinels' own bound for it, and the games to
-//! 10 s or, if Redis was later, to 3 s after it; the sentinels' log is printed with it.
+//! primary the sentinels name has a replica online. On a loaded machine that can take a
+//! second failover (the new primary, too slow to answer, failed over in its turn, and the
+//! node it replaced made a replica only when a sentinel next looks at it, up to 10 s
+//! later: seen here with the disk busy, the games paused 11.4 s, as once in CI). So the
+//! test also watches when Redis could confirm writes again for good, and holds the games
+//! to 10 s or, if Redis was later, to 3 s after it; the sentinels' log is printed with it.
 
 mod common;
 
@@ -31,7 +32,7 @@ use common::{Client, Platform, Servers, start_game};
 use frontier_platform::{GameId, Namespace, RedisConn};
 use frontier_rules::{Color, Position, Variant};
 use frontier_testkit::cluster::RedisCluster;
-use frontier_testkit::replicas::{FAILOVER_TIMEOUT_MS, ReplicatedRedis};
+use frontier_testkit::replicas::ReplicatedRedis;
 use serde_json::json;
 
 /// `cluster-node-timeout`: how long a master may be silent before it is failed over.
@@ -336,6 +337,66 @@ async fn wait_for(
     Ok(since.elapsed())
 }
 
+/// When Redis could confirm writes again after a primary was lost under Sentinel.
+struct Ready {
+    /// How long after the kill the primary the sentinels name had a replica online, for
+    /// good: the start of the stretch of [`STEADY`] in which it did.
+    at: Duration,
+    /// The nodes the sentinels named primary since the kill, in turn.
+    primaries: Vec<usize>,
+}
+
+/// How long Redis must stay able to confirm writes for [`redis_ready`] to count it ready.
+const STEADY: Duration = Duration::from_secs(3);
+
+/// Watches (every 50 ms, at most 60 s) until the primary the sentinels name has had a
+/// replica online for [`STEADY`]: writes are confirmed (`--redis-ack-replicas 1`) from the
+/// start of that stretch. Usually that is the promotion: the sentinels point the other
+/// replica at the new primary as part of it. On a loaded machine a failover can take more:
+/// a new primary too slow to answer for `down-after-milliseconds` is failed over in its
+/// turn, and then has no replica until the node it replaced is made one, when a sentinel
+/// next looks at that node (every 10 s) — seen here, and most likely the 11.4 s pause of a
+/// CI run.
+async fn redis_ready(redis: &ReplicatedRedis, killed_at: Instant) -> anyhow::Result<Ready> {
+    let deadline = killed_at + Duration::from_secs(60);
+    let mut primaries = Vec::new();
+    let mut since: Option<Instant> = None;
+    loop {
+        let now = Instant::now();
+        // redis-cli runs: off the runtime's workers' async duty while they run.
+        // A sentinel or node that did not answer in time (a loaded machine) says nothing
+        // either way; a node down has no replica.
+        if let Ok(node) = tokio::task::block_in_place(|| redis.primary_by_sentinels()) {
+            if primaries.last() != Some(&node) {
+                primaries.push(node);
+            }
+            let replicas = match tokio::task::block_in_place(|| redis.online_replicas(node)) {
+                Ok(n) => Some(n),
+                Err(_) if redis.is_down(node) => Some(0),
+                Err(_) => None,
+            };
+            match (replicas.map(|n| n >= 1), since) {
+                (None, _) => {}
+                (Some(false), _) => since = None,
+                (Some(true), None) => since = Some(now),
+                (Some(true), Some(from)) if now.duration_since(from) >= STEADY => {
+                    return Ok(Ready {
+                        at: from.duration_since(killed_at),
+                        primaries,
+                    });
+                }
+                (Some(true), Some(_)) => {}
+            }
+        }
+        anyhow::ensure!(
+            now < deadline,
+            "Redis could not confirm writes 60 s after the kill (primaries named: {primaries:?}):\n{}",
+            redis.sentinel_events()
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
 async fn bounded(steps: impl Future<Output = anyhow::Result<()>>) -> anyhow::Result<()> {
     tokio::time::timeout(LIMIT, steps)
         .await
@@ -442,33 +503,23 @@ async fn sentinel_failover() -> anyhow::Result<()> {
     step(&format!(
         "the sentinels named a new primary after {promotion:?}"
     ));
-    // Writes are confirmed again once the other replica follows the new primary: the
-    // sentinels point it there (at once, or — if the leading sentinel could not reach it
-    // — when their failover times out), and it synchronises.
-    let primary = redis.primary_by_sentinels()?;
-    let attached = wait_for("a replica online on the new primary", killed_at, || {
-        redis.online_replicas(primary) >= 1
-    })
-    .await?;
+    let ready = redis_ready(&redis, killed_at).await?;
     step(&format!(
-        "the new primary had a replica online after {attached:?}"
+        "the primary named by the sentinels had a replica online for good {:?} after the \
+         kill ({} named since)",
+        ready.at,
+        ready.primaries.len()
     ));
-    let sentinels_bound =
-        Duration::from_millis(u64::from(DOWN_AFTER_MS + FAILOVER_TIMEOUT_MS)) + RESUME_AFTER_REDIS;
-    anyhow::ensure!(
-        attached <= sentinels_bound,
-        "the new primary had no replica online until {attached:?} after the kill, later \
-         than the sentinels' own bound ({sentinels_bound:?}):\n{}",
-        redis.sentinel_events()
-    );
     let failover = Failover {
         killed_at,
         doomed,
         figures: format!(
-            "the sentinels named a new primary {promotion:?} after the kill, which had a \
-             replica online {attached:?} after it"
+            "the sentinels named a new primary {promotion:?} after the kill; the primary they \
+             named had a replica online for good {:?} after it (primaries named since: \
+             node {:?})",
+            ready.at, ready.primaries
         ),
-        resume_within: RESUME_WITHIN.max(attached + RESUME_AFTER_REDIS),
+        resume_within: RESUME_WITHIN.max(ready.at + RESUME_AFTER_REDIS),
     };
     let judged = verdict(&p, load, &redis.sentinel_url(), failover, "Sentinel").await;
     // What the sentinels did and when (shown with a failure: a slow failover is theirs

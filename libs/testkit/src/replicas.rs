@@ -129,9 +129,11 @@ impl ReplicatedRedis {
         format!("redis+sentinel://{}/{SENTINEL_NAME}", hosts.join(","))
     }
 
-    /// What the sentinels logged of failovers (elections, promotion, replicas
-    /// reconfigured, the end): each sentinel's lines naming a failover or a replica's
-    /// reconfiguration, under a header naming the sentinel. For a test to print when a
+    /// What the sentinels logged of failovers (a primary seen down, elections, promotion,
+    /// replicas reconfigured, a demoted primary made a replica, the end): each sentinel's
+    /// lines naming them, under a header naming the sentinel; then each node's lines on
+    /// its role and replication links (made a primary or a replica, synchronised, a link
+    /// lost). For a test to print when a
     /// failover took longer than it should.
     pub fn sentinel_events(&self) -> String {
         let mut out = String::new();
@@ -147,6 +149,32 @@ impl ReplicatedRedis {
                     "promoted",
                     "switch-master",
                     "odown",
+                    "sdown master",
+                    "convert-to-slave",
+                ]
+                .iter()
+                .any(|w| l.contains(w))
+            }) {
+                out.push_str("  ");
+                out.push_str(line);
+                out.push('\n');
+            }
+        }
+        // And what each node logged of its role and its replication links.
+        for i in 0..self.ports.len() {
+            let log = std::fs::read_to_string(self.dir.join(format!("n{i}/redis.log")))
+                .unwrap_or_default();
+            out.push_str(&format!("node {i} (port {}):\n", self.ports[i]));
+            for line in log.lines().filter(|l| {
+                [
+                    "MASTER MODE",
+                    "REPLICAOF",
+                    "Connecting to MASTER",
+                    "MASTER <-> REPLICA sync: Finished",
+                    "Synchronization with replica",
+                    "partial resynchronization",
+                    "Connection with replica",
+                    "Connection with master lost",
                 ]
                 .iter()
                 .any(|w| l.contains(w))
@@ -223,14 +251,13 @@ impl ReplicatedRedis {
     }
 
     /// How many replicas node `i` counts as online, attached and synchronised (`INFO
-    /// replication`: `connected_slaves`, each `slaveN:…,state=online,…`); 0 if it does not
-    /// answer.
-    pub fn online_replicas(&self, i: usize) -> usize {
-        cli(self.ports[i], &["INFO", "replication"]).map_or(0, |info| {
-            info.lines()
-                .filter(|l| l.starts_with("slave") && l.contains("state=online"))
-                .count()
-        })
+    /// replication`: each `slaveN:…,state=online,…`); an error if it does not answer.
+    pub fn online_replicas(&self, i: usize) -> anyhow::Result<usize> {
+        let info = cli(self.ports[i], &["INFO", "replication"])?;
+        Ok(info
+            .lines()
+            .filter(|l| l.starts_with("slave") && l.contains("state=online"))
+            .count())
     }
 
     /// The primary's URL.
@@ -246,6 +273,11 @@ impl ReplicatedRedis {
     /// Runs a command on node `i` through `redis-cli` (bounded): its output.
     pub fn cli(&self, i: usize, args: &[&str]) -> anyhow::Result<String> {
         cli(self.ports[i], args)
+    }
+
+    /// Whether node `i` was killed (and not started again).
+    pub fn is_down(&self, i: usize) -> bool {
+        self.nodes[i].is_none()
     }
 
     /// Kills node `i` (SIGKILL).
