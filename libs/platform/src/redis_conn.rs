@@ -132,7 +132,9 @@ const ASK_EVERY: Duration = Duration::from_millis(100);
 /// or `READONLY`: the server was demoted to a replica) makes it ask again and move to the
 /// primary named now; the command itself is not sent again (the caller's own retry is:
 /// a write may have been made), so a failover costs its callers one failed command each
-/// and the time the sentinels take to agree.
+/// and the time the sentinels take to agree. A primary replaced while it still runs fails
+/// no command: a caller that sees its writes unconfirmed asks
+/// ([`RedisConn::recheck_primary`]).
 #[derive(Clone)]
 pub struct SentinelConn {
     inner: std::sync::Arc<SentinelInner>,
@@ -236,7 +238,33 @@ impl SentinelConn {
     /// Asks the sentinels for the primary again and moves to it if it changed (a failure
     /// to ask leaves the connection as it is: the next failed command asks again).
     async fn follow(&self, failed_on: &str) {
-        let mut last_asked = self.inner.asking.lock().await;
+        let last_asked = self.inner.asking.lock().await;
+        self.ask(last_asked, failed_on).await;
+    }
+
+    /// Asks the sentinels whether the primary moved, in the background, unless a look-up
+    /// is under way (or was made within [`ASK_EVERY`]): the caller answers at once, and a
+    /// burst of callers makes one look-up.
+    fn recheck(&self) {
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        let conn = self.clone();
+        runtime.spawn(async move {
+            let Ok(last_asked) = conn.inner.asking.try_lock() else {
+                return;
+            };
+            let address = conn.primary();
+            conn.ask(last_asked, &address).await;
+        });
+    }
+
+    /// [`SentinelConn::follow`] once the look-up's turn came (`last_asked` held).
+    async fn ask(
+        &self,
+        mut last_asked: tokio::sync::MutexGuard<'_, Option<std::time::Instant>>,
+        failed_on: &str,
+    ) {
         if self.primary() != failed_on {
             // Another caller moved already.
             return;
@@ -393,6 +421,19 @@ impl RedisConn {
     /// Whether this is a cluster connection.
     pub fn is_cluster(&self) -> bool {
         matches!(self, RedisConn::Cluster(_))
+    }
+
+    /// Under Sentinel, asks the sentinels (in the background: this returns at once)
+    /// whether the primary moved, and follows it (one look-up at a time, at most every
+    /// [`ASK_EVERY`]); elsewhere nothing. For a caller whose write the primary
+    /// made but no replica confirmed: a primary the sentinels replaced while it still runs
+    /// (a switchover, `SENTINEL FAILOVER`, or one cut off from them) answers every command
+    /// and stays a primary, without replicas, until they make it a replica — 10 s or more
+    /// later — so no command fails to say it was replaced.
+    pub fn recheck_primary(&self) {
+        if let RedisConn::Sentinel(c) = self {
+            c.recheck();
+        }
     }
 }
 

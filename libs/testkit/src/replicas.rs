@@ -187,6 +187,15 @@ impl ReplicatedRedis {
         out
     }
 
+    /// Asks a sentinel to fail the primary over now, though it runs (`SENTINEL FAILOVER`:
+    /// a switchover, as for maintenance).
+    pub fn switch_over(&self) -> anyhow::Result<()> {
+        let port = *self.sentinel_ports.first().context("no sentinel")?;
+        let answer = cli(port, &["SENTINEL", "FAILOVER", SENTINEL_NAME])?;
+        anyhow::ensure!(answer.trim() == "OK", "SENTINEL FAILOVER answered {answer}");
+        Ok(())
+    }
+
     /// Which node the sentinels name the primary (asking the first that answers).
     pub fn primary_by_sentinels(&self) -> anyhow::Result<usize> {
         for &port in &self.sentinel_ports {

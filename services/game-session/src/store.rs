@@ -783,6 +783,18 @@ impl RedisStore {
         }
     }
 
+    /// A write the primary made and too few replicas confirmed: under Sentinel the
+    /// primary may have been replaced while it still runs (its replicas moved to the new
+    /// one), which no command's failure says; every connection asks the sentinels (in
+    /// the background, each at most every 100 ms), so that the client's retry goes to the
+    /// primary named now.
+    fn unconfirmed(&self) {
+        self.conn.recheck_primary();
+        for writer in self.writers.iter() {
+            writer.recheck_primary();
+        }
+    }
+
     /// The next connection for an acknowledged write.
     fn writer(&self) -> RedisConn {
         let i = self.next_writer.fetch_add(1, Ordering::Relaxed);
@@ -1042,6 +1054,7 @@ impl GameStore for RedisStore {
         let applied: i64 = redis::from_redis_value(applied)?;
         // A compare-and-set that lost wrote nothing: there is nothing to wait for.
         if applied == 1 && confirmed < i64::from(self.ack.replicas) {
+            self.unconfirmed();
             return Err(StoreError::NotReplicated {
                 confirmed,
                 required: self.ack.replicas,
@@ -1069,6 +1082,7 @@ impl GameStore for RedisStore {
             })
             .await?;
         if confirmed < i64::from(self.ack.replicas) {
+            self.unconfirmed();
             return Err(StoreError::NotReplicated {
                 confirmed,
                 required: self.ack.replicas,
