@@ -9,7 +9,9 @@
 //!   1 s): the sentinels promote a replica and point the other at it; the platform finds
 //!   the new primary through them (`redis+sentinel://`);
 //! - and a switchover under Sentinel (`SENTINEL FAILOVER`, the old primary left running):
-//!   play must move to the new primary at once, not when the old one is made a replica.
+//!   play must move to the new primary at once, not when the old one is made a replica —
+//!   with the players holding still through the switch, and with moves sent throughout
+//!   and the old primary set to `min-replicas-to-write 2` as docs/runbook.md says.
 //!
 //! A move the platform could not make safe meanwhile is answered `unavailable` and sent
 //! again under the same id. The verdict comes from the records: every acknowledged move is
@@ -336,7 +338,7 @@ async fn verdict(
     };
     let worst = outages.last().copied().unwrap_or_default();
     eprintln!(
-        "figures ({topology}): {figures}; the killed master's {} games paused at most \
+        "figures ({topology}): {figures}; the old primary's {} games paused at most \
          {worst:?} (median {:?}), {spared}; {moves} moves \
          acknowledged, {refused} answers `unavailable` (each sent again), 0 lost",
         outages.len(),
@@ -344,7 +346,7 @@ async fn verdict(
     );
     anyhow::ensure!(
         worst <= resume_within,
-        "the killed master's games paused {worst:?}, more than {resume_within:?}"
+        "the old primary's games paused {worst:?}, more than {resume_within:?}"
     );
     Ok(())
 }
@@ -635,6 +637,64 @@ async fn sentinel_switchover() -> anyhow::Result<()> {
         &redis.sentinel_url(),
         failover,
         "Sentinel switchover",
+    )
+    .await;
+    step(&format!("the sentinels' log:\n{}", redis.sentinel_events()));
+    judged?;
+    p.stop().await;
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_switchover_with_min_replicas_to_write_loses_no_acknowledged_move() -> anyhow::Result<()>
+{
+    bounded(sentinel_guarded_switchover()).await
+}
+
+/// A switchover with moves sent through it, done as docs/runbook.md says: the old primary
+/// first set to `min-replicas-to-write 2` (both replicas), so that once the promoted
+/// replica leaves it, it refuses writes (`NOREPLICAS`) instead of having them confirmed by
+/// the replica still following it — which would drop them when it follows the new primary
+/// (seen here: an acknowledged move lost, the game's next move refused `not_your_turn`).
+/// The refusal makes game-session ask the sentinels, and play goes on on the new primary.
+async fn sentinel_guarded_switchover() -> anyhow::Result<()> {
+    step("starting a Redis primary, 2 replicas, 3 sentinels");
+    let redis = ReplicatedRedis::start_with_sentinels(2, 3, DOWN_AFTER_MS)?;
+    let servers = Servers {
+        redis: redis.sentinel_url(),
+        nats: frontier_testkit::nats_url(),
+        replicas: 1,
+    };
+    let p = Platform::start_on(&servers, 2, 2, None, &["--redis-ack-replicas", "1"]).await?;
+    let load = start_load(&p).await?;
+    let doomed = load.games.iter().map(|(g, _)| g.clone()).collect();
+    let set = redis.cli(0, &["CONFIG", "SET", "min-replicas-to-write", "2"])?;
+    anyhow::ensure!(set.trim() == "OK", "CONFIG SET answered {set}");
+    step("min-replicas-to-write 2 on the primary; switching over");
+    let switched_at = Instant::now();
+    redis.switch_over()?;
+    let promotion = wait_for("a replica promoted", switched_at, || {
+        redis.primary_by_sentinels().is_ok_and(|node| node != 0)
+    })
+    .await?;
+    step(&format!(
+        "the sentinels named a new primary after {promotion:?}"
+    ));
+    let failover = Failover {
+        killed_at: switched_at,
+        doomed,
+        figures: format!(
+            "the sentinels named a new primary {promotion:?} after the switchover (moves sent \
+             throughout)"
+        ),
+        resume_within: promotion + SWITCH_WITHIN,
+    };
+    let judged = verdict(
+        &p,
+        load,
+        &redis.sentinel_url(),
+        failover,
+        "Sentinel switchover, min-replicas-to-write",
     )
     .await;
     step(&format!("the sentinels' log:\n{}", redis.sentinel_events()));
