@@ -246,6 +246,13 @@ impl SentinelConn {
     /// is under way (or was made within [`ASK_EVERY`]): the caller answers at once, and a
     /// burst of callers makes one look-up.
     fn recheck(&self) {
+        // Checked here too, so that a burst of callers spawns nothing while a look-up is
+        // under way or was just made (the task checks again: this guard is let go).
+        match self.inner.asking.try_lock() {
+            Ok(last_asked) if last_asked.is_some_and(|at| at.elapsed() < ASK_EVERY) => return,
+            Ok(_) => {}
+            Err(_) => return,
+        }
         let Ok(runtime) = tokio::runtime::Handle::try_current() else {
             return;
         };
