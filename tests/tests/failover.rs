@@ -425,6 +425,33 @@ async fn redis_ready(redis: &ReplicatedRedis, killed_at: Instant) -> anyhow::Res
     }
 }
 
+/// A Redis primary with 2 replicas under 3 sentinels, and a platform on it (2 gateways, 2
+/// game-sessions) whose writes are acknowledged once a replica has them.
+async fn sentinel_platform() -> anyhow::Result<(ReplicatedRedis, Platform)> {
+    step("starting a Redis primary, 2 replicas, 3 sentinels");
+    let redis = ReplicatedRedis::start_with_sentinels(2, 3, DOWN_AFTER_MS)?;
+    let servers = Servers {
+        redis: redis.sentinel_url(),
+        nats: frontier_testkit::nats_url(),
+        replicas: 1,
+    };
+    let p = Platform::start_on(&servers, 2, 2, None, &["--redis-ack-replicas", "1"]).await?;
+    Ok((redis, p))
+}
+
+/// The verdict, after printing what the sentinels and nodes did and when (shown with a
+/// failure: a slow failover is theirs or ours); the platform stopped.
+async fn judged_with_log(
+    judged: anyhow::Result<()>,
+    redis: &ReplicatedRedis,
+    p: Platform,
+) -> anyhow::Result<()> {
+    step(&format!("the sentinels' log:\n{}", redis.sentinel_events()));
+    judged?;
+    p.stop().await;
+    Ok(())
+}
+
 async fn bounded(steps: impl Future<Output = anyhow::Result<()>>) -> anyhow::Result<()> {
     tokio::time::timeout(LIMIT, steps)
         .await
@@ -506,14 +533,7 @@ async fn killing_a_sentinel_managed_primary_fails_over_and_loses_no_acknowledged
 }
 
 async fn sentinel_failover() -> anyhow::Result<()> {
-    step("starting a Redis primary, 2 replicas, 3 sentinels");
-    let mut redis = ReplicatedRedis::start_with_sentinels(2, 3, DOWN_AFTER_MS)?;
-    let servers = Servers {
-        redis: redis.sentinel_url(),
-        nats: frontier_testkit::nats_url(),
-        replicas: 1,
-    };
-    let p = Platform::start_on(&servers, 2, 2, None, &["--redis-ack-replicas", "1"]).await?;
+    let (mut redis, p) = sentinel_platform().await?;
     let ns = Namespace::new(&p.namespace).map_err(anyhow::Error::msg)?;
     let conn = RedisConn::connect(&redis.sentinel_url(), false).await?;
     let store = frontier_game_session::store::RedisStore::new(conn, ns.clone());
@@ -550,12 +570,7 @@ async fn sentinel_failover() -> anyhow::Result<()> {
         resume_within: RESUME_WITHIN.max(ready.at + RESUME_AFTER_REDIS),
     };
     let judged = verdict(&p, load, &redis.sentinel_url(), failover, "Sentinel").await;
-    // What the sentinels did and when (shown with a failure: a slow failover is theirs
-    // or ours).
-    step(&format!("the sentinels' log:\n{}", redis.sentinel_events()));
-    judged?;
-    p.stop().await;
-    Ok(())
+    judged_with_log(judged, &redis, p).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -575,20 +590,13 @@ const SWITCH_WITHIN: Duration = Duration::from_secs(5);
 /// (10 s or more later). No command sent to it fails meanwhile; only its writes go
 /// unconfirmed. The platform must then ask the sentinels, and play on the new primary.
 ///
-/// The players hold still through the switchover itself: a move acknowledged in the
-/// moment between the promotion and the other replica's move to the new primary, by
-/// that replica alone, is lost when it follows (its data past the promoted one's is
-/// dropped) — Redis's own limit with `--redis-ack-replicas 1` of 2 replicas (the note of
-/// docs/benchmarks.md, "A switchover").
+/// The players hold still through the switchover itself: a move acknowledged just as
+/// the promoted replica leaves, by the other replica alone, is lost when that one
+/// follows (its data past the promoted one's is dropped) — Redis's own limit with
+/// `--redis-ack-replicas 1` of 2 replicas, which the runbook's procedure (the next test)
+/// closes.
 async fn sentinel_switchover() -> anyhow::Result<()> {
-    step("starting a Redis primary, 2 replicas, 3 sentinels");
-    let redis = ReplicatedRedis::start_with_sentinels(2, 3, DOWN_AFTER_MS)?;
-    let servers = Servers {
-        redis: redis.sentinel_url(),
-        nats: frontier_testkit::nats_url(),
-        replicas: 1,
-    };
-    let p = Platform::start_on(&servers, 2, 2, None, &["--redis-ack-replicas", "1"]).await?;
+    let (redis, p) = sentinel_platform().await?;
     let load = start_load(&p).await?;
     let doomed = load.games.iter().map(|(g, _)| g.clone()).collect();
     load.hold.on.store(true, Ordering::Relaxed);
@@ -639,10 +647,7 @@ async fn sentinel_switchover() -> anyhow::Result<()> {
         "Sentinel switchover",
     )
     .await;
-    step(&format!("the sentinels' log:\n{}", redis.sentinel_events()));
-    judged?;
-    p.stop().await;
-    Ok(())
+    judged_with_log(judged, &redis, p).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -661,14 +666,7 @@ async fn a_switchover_with_min_replicas_to_write_loses_no_acknowledged_move() ->
 /// promotion, and until the promoted replica has left it — and refused from then on
 /// (`min-replicas-to-write 2`: `NOREPLICAS`, which makes game-session ask the sentinels).
 async fn sentinel_guarded_switchover() -> anyhow::Result<()> {
-    step("starting a Redis primary, 2 replicas, 3 sentinels");
-    let redis = ReplicatedRedis::start_with_sentinels(2, 3, DOWN_AFTER_MS)?;
-    let servers = Servers {
-        redis: redis.sentinel_url(),
-        nats: frontier_testkit::nats_url(),
-        replicas: 1,
-    };
-    let p = Platform::start_on(&servers, 2, 2, None, &["--redis-ack-replicas", "1"]).await?;
+    let (redis, p) = sentinel_platform().await?;
     let load = start_load(&p).await?;
     let doomed = load.games.iter().map(|(g, _)| g.clone()).collect();
     let ok = |answer: String, what: &str| {
@@ -727,8 +725,5 @@ async fn sentinel_guarded_switchover() -> anyhow::Result<()> {
         "Sentinel switchover, min-replicas-to-write",
     )
     .await;
-    step(&format!("the sentinels' log:\n{}", redis.sentinel_events()));
-    judged?;
-    p.stop().await;
-    Ok(())
+    judged_with_log(judged, &redis, p).await
 }
