@@ -182,6 +182,10 @@ async fn play(
         position.play_unchecked(&chosen);
         played.acked.push((uci, Instant::now()));
     }
+    // A game over sends no more moves: it holds from now on.
+    if !holding {
+        hold.holding.fetch_add(1, Ordering::Relaxed);
+    }
     Ok(played)
 }
 
@@ -201,7 +205,8 @@ fn longest_gap(played: &Played, since: Instant, until: Instant) -> Duration {
 }
 
 /// Holds the players between moves: while `on`, none sends a move; `holding` counts
-/// those that are waiting (a move under way is finished first).
+/// the pairs that are waiting (a move under way is finished first), and those whose game
+/// is over.
 #[derive(Default)]
 struct Hold {
     on: AtomicBool,
