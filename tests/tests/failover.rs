@@ -11,7 +11,7 @@
 //! - and a switchover under Sentinel (`SENTINEL FAILOVER`, the old primary left running):
 //!   play must move to the new primary at once, not when the old one is made a replica —
 //!   with the players holding still through the switch, and with moves sent throughout
-//!   and the old primary set to `min-replicas-to-write 2` as docs/runbook.md says.
+//!   and the old primary's writes held and refused as docs/runbook.md says.
 //!
 //! A move the platform could not make safe meanwhile is answered `unavailable` and sent
 //! again under the same id. The verdict comes from the records: every acknowledged move is
@@ -387,18 +387,18 @@ const STEADY: Duration = Duration::from_secs(3);
 /// start of that stretch. Usually that is the promotion: the sentinels point the other
 /// replica at the new primary as part of it. On a loaded machine a failover can take more:
 /// a new primary too slow to answer for `down-after-milliseconds` is failed over in its
-/// turn, and then has no replica until the node it replaced is made one, when a sentinel
-/// next looks at that node (every 10 s) — seen here, and most likely the 11.4 s pause of a
-/// CI run.
+/// turn, and then has no replica until the node it replaced is made one, which the
+/// sentinels do once that node has called itself a primary for 8 s (`+convert-to-slave`,
+/// ~10 s on) — seen here, and the 11.4 s pause of a CI run.
 async fn redis_ready(redis: &ReplicatedRedis, killed_at: Instant) -> anyhow::Result<Ready> {
     let deadline = killed_at + Duration::from_secs(60);
     let mut primaries = Vec::new();
     let mut since: Option<Instant> = None;
     loop {
         let now = Instant::now();
-        // redis-cli runs: off the runtime's workers' async duty while they run.
-        // A sentinel or node that did not answer in time (a loaded machine) says nothing
-        // either way; a node down has no replica.
+        // redis-cli runs (block_in_place: off the runtime's workers meanwhile). A sentinel
+        // or node that did not answer in time (a loaded machine) says nothing either way;
+        // a node down has no replica.
         if let Ok(node) = tokio::task::block_in_place(|| redis.primary_by_sentinels()) {
             if primaries.last() != Some(&node) {
                 primaries.push(node);
@@ -444,13 +444,17 @@ async fn sentinel_platform() -> anyhow::Result<(ReplicatedRedis, Platform)> {
     Ok((redis, p))
 }
 
-/// The verdict, after printing what the sentinels and nodes did and when (shown with a
-/// failure: a slow failover is theirs or ours); the platform stopped.
-async fn judged_with_log(
-    judged: anyhow::Result<()>,
-    redis: &ReplicatedRedis,
+/// [`verdict`] on a Sentinel group, with what the sentinels and nodes did and when printed
+/// after it (shown with a failure: a slow failover is theirs or ours); the platform
+/// stopped if it passed.
+async fn sentinel_verdict(
     p: Platform,
+    load: Load,
+    redis: &ReplicatedRedis,
+    failover: Failover,
+    topology: &str,
 ) -> anyhow::Result<()> {
+    let judged = verdict(&p, load, &redis.sentinel_url(), failover, topology).await;
     step(&format!("the sentinels' log:\n{}", redis.sentinel_events()));
     judged?;
     p.stop().await;
@@ -574,8 +578,7 @@ async fn sentinel_failover() -> anyhow::Result<()> {
         ),
         resume_within: RESUME_WITHIN.max(ready.at + RESUME_AFTER_REDIS),
     };
-    let judged = verdict(&p, load, &redis.sentinel_url(), failover, "Sentinel").await;
-    judged_with_log(judged, &redis, p).await
+    sentinel_verdict(p, load, &redis, failover, "Sentinel").await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -644,15 +647,7 @@ async fn sentinel_switchover() -> anyhow::Result<()> {
         ),
         resume_within: SWITCH_WITHIN,
     };
-    let judged = verdict(
-        &p,
-        load,
-        &redis.sentinel_url(),
-        failover,
-        "Sentinel switchover",
-    )
-    .await;
-    judged_with_log(judged, &redis, p).await
+    sentinel_verdict(p, load, &redis, failover, "Sentinel switchover").await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -722,13 +717,12 @@ async fn sentinel_guarded_switchover() -> anyhow::Result<()> {
         ),
         resume_within: unpaused + SWITCH_WITHIN,
     };
-    let judged = verdict(
-        &p,
+    sentinel_verdict(
+        p,
         load,
-        &redis.sentinel_url(),
+        &redis,
         failover,
         "Sentinel switchover, min-replicas-to-write",
     )
-    .await;
-    judged_with_log(judged, &redis, p).await
+    .await
 }

@@ -129,7 +129,7 @@ const ASK_EVERY: Duration = Duration::from_millis(100);
 /// It asks the sentinels (in turn, until one answers) which server is the primary
 /// (`SENTINEL get-master-addr-by-name`) and keeps a reconnecting connection to it. A
 /// command that fails as a lost primary fails (connection refused, dropped or timed out,
-/// or `READONLY`: the server was demoted to a replica) makes it ask again and move to the
+/// or [`primary_in_doubt`]: `READONLY`, the server was demoted to a replica) makes it ask again and move to the
 /// primary named now; the command itself is not sent again (the caller's own retry is:
 /// a write may have been made), so a failover costs its callers one failed command each
 /// and the time the sentinels take to agree. A primary replaced while it still runs fails
@@ -194,12 +194,21 @@ fn lost_primary(e: &redis::RedisError) -> bool {
         || e.is_connection_refusal()
         || e.is_connection_dropped()
         || e.is_timeout()
-        || matches!(
-            e.kind(),
-            redis::ErrorKind::Server(
-                redis::ServerErrorKind::ReadOnly | redis::ServerErrorKind::MasterDown
-            )
+        || primary_in_doubt(e)
+}
+
+/// Whether a refusal says the node may no longer be the primary, or is one that lost its
+/// replicas: `READONLY` (made a replica), `MASTERDOWN`, `NOREPLICAS` (a primary with
+/// `min-replicas-to-write` whose replicas left — as when they follow a new primary). A
+/// refusal inside a pipeline fails no command of a connection: its caller asks
+/// ([`RedisConn::recheck_primary`]).
+pub fn primary_in_doubt(e: &redis::RedisError) -> bool {
+    matches!(
+        e.kind(),
+        redis::ErrorKind::Server(
+            redis::ServerErrorKind::ReadOnly | redis::ServerErrorKind::MasterDown
         )
+    ) || e.code() == Some("NOREPLICAS")
 }
 
 impl SentinelConn {

@@ -22,7 +22,7 @@ pub const SENTINEL_NAME: &str = "frontier";
 /// The sentinels' `failover-timeout`: among other things, how long the sentinel leading a
 /// failover waits for the other replicas to follow the promoted one before it sends them
 /// `REPLICAOF` again regardless (a replica it could not reach meanwhile follows then).
-pub const FAILOVER_TIMEOUT_MS: u32 = 10_000;
+const FAILOVER_TIMEOUT_MS: u32 = 10_000;
 
 /// A Redis primary (node 0 at the start) and its replicas (nodes 1…), and the sentinels
 /// watching them if any.
@@ -133,16 +133,15 @@ impl ReplicatedRedis {
     /// replicas reconfigured, a demoted primary made a replica, the end): each sentinel's
     /// lines naming them, under a header naming the sentinel; then each node's lines on
     /// its role and replication links (made a primary or a replica, synchronised, a link
-    /// lost). For a test to print when a
-    /// failover took longer than it should.
+    /// lost). For a test to print when a failover took longer than it should.
     pub fn sentinel_events(&self) -> String {
         let mut out = String::new();
         for i in 0..self.sentinel_ports.len() {
-            let log = std::fs::read_to_string(self.dir.join(format!("sentinel{i}/sentinel.log")))
-                .unwrap_or_default();
-            out.push_str(&format!("sentinel {i}:\n"));
-            for line in log.lines().filter(|l| {
-                [
+            self.log_lines(
+                &mut out,
+                &format!("sentinel {i}"),
+                &format!("sentinel{i}/sentinel.log"),
+                &[
                     "failover",
                     "reconf",
                     "elected",
@@ -151,22 +150,15 @@ impl ReplicatedRedis {
                     "odown",
                     "sdown master",
                     "convert-to-slave",
-                ]
-                .iter()
-                .any(|w| l.contains(w))
-            }) {
-                out.push_str("  ");
-                out.push_str(line);
-                out.push('\n');
-            }
+                ],
+            );
         }
-        // And what each node logged of its role and its replication links.
         for i in 0..self.ports.len() {
-            let log = std::fs::read_to_string(self.dir.join(format!("n{i}/redis.log")))
-                .unwrap_or_default();
-            out.push_str(&format!("node {i} (port {}):\n", self.ports[i]));
-            for line in log.lines().filter(|l| {
-                [
+            self.log_lines(
+                &mut out,
+                &format!("node {i} (port {})", self.ports[i]),
+                &format!("n{i}/redis.log"),
+                &[
                     "MASTER MODE",
                     "REPLICAOF",
                     "Connecting to MASTER",
@@ -175,16 +167,23 @@ impl ReplicatedRedis {
                     "partial resynchronization",
                     "Connection with replica",
                     "Connection with master lost",
-                ]
-                .iter()
-                .any(|w| l.contains(w))
-            }) {
-                out.push_str("  ");
-                out.push_str(line);
-                out.push('\n');
-            }
+                ],
+            );
         }
         out
+    }
+
+    /// Appends to `out` a `header:` line, then each line of the log at `path` (in the
+    /// group's folder; none if unreadable) holding any of `words`, indented.
+    fn log_lines(&self, out: &mut String, header: &str, path: &str, words: &[&str]) {
+        let log = std::fs::read_to_string(self.dir.join(path)).unwrap_or_default();
+        out.push_str(header);
+        out.push_str(":\n");
+        for line in log.lines().filter(|l| words.iter().any(|w| l.contains(w))) {
+            out.push_str("  ");
+            out.push_str(line);
+            out.push('\n');
+        }
     }
 
     /// Asks a sentinel to fail the primary over now, though it runs (`SENTINEL FAILOVER`:

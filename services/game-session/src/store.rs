@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use frontier_platform::deadlines::{self, MemoryDeadlines, RedisDeadlines};
-use frontier_platform::{GameId, Namespace, RedisConn, Shard};
+use frontier_platform::{GameId, Namespace, RedisConn, Shard, redis_conn};
 
 /// The layout of game-session's keys in Redis (which keys hold a game, its log, the
 /// outboxes, deadlines, rematches). Raise it with any change of key names or types, with a
@@ -645,19 +645,6 @@ fn is_noscript(e: &redis::RedisError) -> bool {
     e.kind() == redis::ErrorKind::Server(redis::ServerErrorKind::NoScript)
 }
 
-/// Whether a write's refusal says the node may no longer be the primary, or is one that
-/// lost its replicas: `READONLY` (made a replica), `MASTERDOWN`, `NOREPLICAS` (a primary
-/// with `min-replicas-to-write` whose replicas left — as when they follow a new primary).
-/// A refusal inside a pipeline fails no connection, so nothing else would ask.
-fn primary_in_doubt(e: &redis::RedisError) -> bool {
-    matches!(
-        e.kind(),
-        redis::ErrorKind::Server(
-            redis::ServerErrorKind::ReadOnly | redis::ServerErrorKind::MasterDown
-        )
-    ) || e.code() == Some("NOREPLICAS")
-}
-
 /// Runs a script's `command` by its hash, and by its text where the node does not know it.
 async fn eval<T: redis::FromRedisValue>(
     conn: &RedisConn,
@@ -797,7 +784,8 @@ impl RedisStore {
     }
 
     /// A write the primary made and too few replicas confirmed, or refused as no longer
-    /// its to take ([`primary_in_doubt`]): under Sentinel the primary may have been
+    /// its to take (`redis_conn::primary_in_doubt`: the refusal came inside a pipeline,
+    /// which fails no command of the connection): under Sentinel the primary may have been
     /// replaced while it still runs (its replicas moved to the new one), which no
     /// connection's failure says; every connection asks the sentinels (in the background,
     /// each at most every 100 ms), so that the client's retry goes to the primary named
@@ -841,7 +829,7 @@ impl RedisStore {
             };
             let written = match written {
                 Err(e) if by_hash && is_noscript(&e) => continue,
-                Err(e) if primary_in_doubt(&e) => {
+                Err(e) if redis_conn::primary_in_doubt(&e) => {
                     self.unconfirmed();
                     return Err(e.into());
                 }
