@@ -268,28 +268,6 @@ impl ReplicatedRedis {
             .count())
     }
 
-    /// Whether every replica attached to node `i` has all of its data (`INFO replication`:
-    /// each `slaveN:…,offset=N,…` at `master_repl_offset`), and how many are attached.
-    pub fn replicas_caught_up(&self, i: usize) -> anyhow::Result<(bool, usize)> {
-        let info = cli(self.ports[i], &["INFO", "replication"])?;
-        let field = |line: &str, name: &str| -> Option<u64> {
-            line.split([',', ':'])
-                .find_map(|kv| kv.strip_prefix(name))
-                .and_then(|v| v.trim().parse().ok())
-        };
-        let master: u64 = info
-            .lines()
-            .find_map(|l| l.strip_prefix("master_repl_offset:"))
-            .and_then(|v| v.trim().parse().ok())
-            .context("no master_repl_offset")?;
-        let offsets: Vec<Option<u64>> = info
-            .lines()
-            .filter(|l| l.starts_with("slave") && l.contains("ip="))
-            .map(|l| field(l, "offset="))
-            .collect();
-        Ok((offsets.iter().all(|o| *o == Some(master)), offsets.len()))
-    }
-
     /// The primary's URL.
     pub fn url(&self) -> String {
         format!("redis://127.0.0.1:{}", self.ports[0])
